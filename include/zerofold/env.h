@@ -1,0 +1,103 @@
+// The I/O seam. Only src/io/posix_env.cc touches the operating system; tests
+// replace it with MemEnv (src/io/mem_env.h) or wrap it in FaultEnv.
+//
+// Sources come in two shapes, and each reader says which it needs:
+//   RandomSource  positional reads; const and thread-safe (files via pread).
+//   StreamSource  forward-only reads (pipes, stdin, zstd streams).
+// Sinks commit explicitly: an AtomicFileSink destroyed without Commit()
+// removes its temp file and leaves the target untouched.
+#ifndef ZEROFOLD_ENV_H_
+#define ZEROFOLD_ENV_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zerofold/result.h"
+#include "zerofold/status.h"
+
+namespace zerofold {
+
+class RandomSource {
+ public:
+  virtual ~RandomSource() = default;
+  // Reads up to dst.size() bytes at offset. Returns the count read, which is
+  // short only at end of file (0 at or past the end). Thread-safe.
+  virtual Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const = 0;
+  // Total size in bytes, fixed for the source's lifetime.
+  virtual uint64_t size() const = 0;
+  // The name used in error messages (the path the user gave).
+  virtual const std::string& name() const = 0;
+};
+
+// Reads exactly dst.size() bytes at offset; a short read is kCorrupt
+// ("truncated") at the offset where the data ran out.
+Status ReadExactAt(const RandomSource& src, uint64_t offset, std::span<std::byte> dst);
+
+class StreamSource {
+ public:
+  virtual ~StreamSource() = default;
+  // Reads up to dst.size() bytes; returns 0 only at end of stream.
+  virtual Result<size_t> Read(std::span<std::byte> dst) = 0;
+  // Discards n bytes; kCorrupt if the stream ends first.
+  virtual Status Skip(uint64_t n);
+  // Bytes consumed so far (the offset of the next byte).
+  virtual uint64_t position() const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+// Reads exactly dst.size() bytes; a short read is kCorrupt ("truncated").
+Status ReadExact(StreamSource& src, std::span<std::byte> dst);
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual Status Append(std::span<const std::byte> data) = 0;
+  virtual Status Flush() { return Status::OK(); }
+  // Bytes appended so far.
+  virtual uint64_t position() const = 0;
+  virtual const std::string& name() const = 0;
+};
+
+// Writes into a temp file in the target's folder. Commit() flushes, fsyncs,
+// renames onto the target and fsyncs the folder. Destroying the sink without
+// a successful Commit() removes the temp file; the target is untouched.
+class AtomicFileSink : public Sink {
+ public:
+  virtual Status Commit() = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+  // The process-wide POSIX environment. Never deleted.
+  static Env* Default();
+
+  virtual Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) = 0;
+  // "-" is standard input.
+  virtual Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) = 0;
+  virtual Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) = 0;
+  // Standard output as a sink (never committed, never removed).
+  virtual Result<std::unique_ptr<Sink>> StdoutSink() = 0;
+
+  virtual bool FileExists(const std::string& path) = 0;
+  virtual bool IsDirectory(const std::string& path) = 0;
+  virtual Result<std::vector<DirEntry>> ListDir(const std::string& path) = 0;
+  // Creates the folder and its parents; OK if it exists.
+  virtual Status CreateDirs(const std::string& path) = 0;
+  // Reads a whole small file (index.json, `latest`); kLimit above max_bytes.
+  virtual Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+};
+
+}  // namespace zerofold
+
+#endif  // ZEROFOLD_ENV_H_

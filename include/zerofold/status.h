@@ -1,0 +1,108 @@
+// Status: the error value every fallible zerofold function returns.
+//
+// A Status is one pointer: null means OK, so an OK status costs nothing.
+// A non-OK status carries
+//   code    what the caller does next (a closed set, see Code),
+//   path    the file the user named, when known,
+//   record  the zip entry, "header" for safetensors, or a tensor name,
+//   offset  an absolute byte offset in that file, when known,
+//   message why: observed against allowed, with numbers.
+// Layers add what they know as the error rises: the cursor sets the offset,
+// the container the record, the command the path. The With* setters fill a
+// field only when it is still empty, so the innermost (most precise) value wins.
+//
+// Thread safety: a Status is a value; distinct objects may be used from
+// distinct threads without synchronization.
+#ifndef ZEROFOLD_STATUS_H_
+#define ZEROFOLD_STATUS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace zerofold {
+
+// Values are part of the C API and the CLI's exit codes: append only.
+enum class Code : int {
+  kOk = 0,
+  kCorrupt = 1,          // bytes contradict the format
+  kUnsupported = 2,      // valid but not handled (deflated entry, TorchScript)
+  kUnsafe = 3,           // a pickle global that would run code
+  kLimit = 4,            // a configured limit was hit; a flag raises it
+  kInvalidArgument = 5,  // the caller asked for something meaningless
+  kNotFound = 6,         // a named file or record does not exist
+  kIO = 7,               // the operating system failed a read or write
+  kInternal = 8,         // a zerofold bug
+};
+
+// "corrupt", "unsupported", ... as printed in error lines.
+std::string_view CodeName(Code code);
+
+constexpr uint64_t kNoOffset = UINT64_MAX;
+
+class [[nodiscard]] Status {
+ public:
+  Status() noexcept = default;  // OK
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&& other) noexcept = default;
+  Status& operator=(Status&& other) noexcept = default;
+  ~Status() = default;
+
+  static Status OK() { return Status(); }
+  static Status Corrupt(std::string message) { return Status(Code::kCorrupt, std::move(message)); }
+  static Status Unsupported(std::string message) { return Status(Code::kUnsupported, std::move(message)); }
+  static Status Unsafe(std::string message) { return Status(Code::kUnsafe, std::move(message)); }
+  static Status Limit(std::string message) { return Status(Code::kLimit, std::move(message)); }
+  static Status InvalidArgument(std::string message) {
+    return Status(Code::kInvalidArgument, std::move(message));
+  }
+  static Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
+  static Status IOError(std::string message) { return Status(Code::kIO, std::move(message)); }
+  static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
+
+  bool ok() const { return state_ == nullptr; }
+  Code code() const { return state_ ? state_->code : Code::kOk; }
+  // Empty strings / kNoOffset when OK or unset.
+  const std::string& message() const;
+  const std::string& path() const;
+  const std::string& record() const;
+  uint64_t offset() const { return state_ ? state_->offset : kNoOffset; }
+
+  // Fill a field if it is still unset; no effect on an OK status.
+  Status& WithPath(std::string_view path);
+  Status& WithRecord(std::string_view record);
+  Status& WithOffset(uint64_t offset);
+  // Replace the record unconditionally (used when an inner layer's record is
+  // less useful than the outer one's).
+  Status& SetRecord(std::string_view record);
+
+  // "PATH: RECORD @ OFFSET: code: message", leaving out unset parts.
+  std::string ToString() const;
+
+  // Drop a status on purpose.
+  void IgnoreError() const {}
+
+ private:
+  struct State {
+    Code code;
+    uint64_t offset = kNoOffset;
+    std::string message;
+    std::string path;
+    std::string record;
+  };
+  Status(Code code, std::string message);
+  std::unique_ptr<State> state_;
+};
+
+// Propagate a non-OK Status.
+#define ZF_TRY(expr)                                   \
+  do {                                                 \
+    ::zerofold::Status zf_try_status_ = (expr);        \
+    if (!zf_try_status_.ok()) return zf_try_status_;   \
+  } while (0)
+
+}  // namespace zerofold
+
+#endif  // ZEROFOLD_STATUS_H_

@@ -1,0 +1,258 @@
+// The only file that calls the operating system's file API.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "zerofold/env.h"
+
+namespace zerofold {
+
+namespace {
+
+Status PosixError(const std::string& path, const char* what, int err) {
+  std::string msg = std::string(what) + ": " + std::strerror(err);
+  Status s = err == ENOENT ? Status::NotFound(msg) : Status::IOError(msg);
+  s.WithPath(path);
+  return s;
+}
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+class PosixRandomSource final : public RandomSource {
+ public:
+  PosixRandomSource(std::string name, int fd, uint64_t size) : name_(std::move(name)), fd_(fd), size_(size) {}
+  ~PosixRandomSource() override { ::close(fd_); }
+  Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    size_t done = 0;
+    while (done < dst.size()) {
+      if (offset + done >= size_) break;
+      ssize_t r = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return PosixError(name_, "read", errno).WithOffset(offset + done);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return done;
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  int fd_;
+  uint64_t size_;
+};
+
+class PosixStreamSource final : public StreamSource {
+ public:
+  PosixStreamSource(std::string name, int fd, bool owned) : name_(std::move(name)), fd_(fd), owned_(owned) {}
+  ~PosixStreamSource() override {
+    if (owned_) ::close(fd_);
+  }
+  Result<size_t> Read(std::span<std::byte> dst) override {
+    while (true) {
+      ssize_t r = ::read(fd_, dst.data(), dst.size());
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return PosixError(name_, "read", errno).WithOffset(pos_);
+      }
+      pos_ += static_cast<uint64_t>(r);
+      return static_cast<size_t>(r);
+    }
+  }
+  uint64_t position() const override { return pos_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  int fd_;
+  bool owned_;
+  uint64_t pos_ = 0;
+};
+
+Status WriteAll(int fd, const std::string& name, std::span<const std::byte> data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return PosixError(name, "write", errno);
+    }
+    done += static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+class PosixAtomicFileSink final : public AtomicFileSink {
+ public:
+  PosixAtomicFileSink(std::string target, std::string temp, int fd)
+      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd) {}
+  ~PosixAtomicFileSink() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_.c_str());
+  }
+  Status Append(std::span<const std::byte> data) override {
+    if (fd_ < 0) return Status::Internal("append after commit").WithPath(target_);
+    ZF_TRY(WriteAll(fd_, target_, data));
+    pos_ += data.size();
+    return Status::OK();
+  }
+  uint64_t position() const override { return pos_; }
+  const std::string& name() const override { return target_; }
+  Status Commit() override {
+    if (fd_ < 0) return Status::Internal("commit twice").WithPath(target_);
+    if (::fsync(fd_) != 0) return PosixError(target_, "fsync", errno);
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      return PosixError(target_, "close", errno);
+    }
+    fd_ = -1;
+    if (::rename(temp_.c_str(), target_.c_str()) != 0) return PosixError(target_, "rename", errno);
+    committed_ = true;
+    int dfd = ::open(DirName(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string target_;
+  std::string temp_;
+  int fd_;
+  uint64_t pos_ = 0;
+  bool committed_ = false;
+};
+
+class FdSink final : public Sink {
+ public:
+  FdSink(std::string name, int fd) : name_(std::move(name)), fd_(fd) {}
+  Status Append(std::span<const std::byte> data) override {
+    ZF_TRY(WriteAll(fd_, name_, data));
+    pos_ += data.size();
+    return Status::OK();
+  }
+  uint64_t position() const override { return pos_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  int fd_;
+  uint64_t pos_ = 0;
+};
+
+class PosixEnv final : public Env {
+ public:
+  Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError(path, "open", errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return PosixError(path, "stat", err);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return Status::InvalidArgument(S_ISDIR(st.st_mode) ? "is a folder, not a file"
+                                                           : "not a regular file (use - for a pipe)")
+          .WithPath(path);
+    }
+    return std::unique_ptr<RandomSource>(new PosixRandomSource(path, fd, static_cast<uint64_t>(st.st_size)));
+  }
+
+  Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) override {
+    if (path == "-") return std::unique_ptr<StreamSource>(new PosixStreamSource("<stdin>", 0, false));
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError(path, "open", errno);
+    return std::unique_ptr<StreamSource>(new PosixStreamSource(path, fd, true));
+  }
+
+  Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override {
+    static thread_local std::mt19937_64 rng(std::random_device{}());
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, ".zf-tmp-%012llx", static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
+      std::string dir = DirName(path);
+      std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+      std::string temp = (dir == "." && path.find('/') == std::string::npos ? "" : dir + "/") + "." + base + suffix;
+      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd));
+      if (errno != EEXIST) return PosixError(path, "create temp file", errno);
+    }
+    return Status::IOError("could not create a unique temp file").WithPath(path);
+  }
+
+  Result<std::unique_ptr<Sink>> StdoutSink() override {
+    return std::unique_ptr<Sink>(new FdSink("<stdout>", 1));
+  }
+
+  bool FileExists(const std::string& path) override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  }
+  bool IsDirectory(const std::string& path) override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+
+  Result<std::vector<DirEntry>> ListDir(const std::string& path) override {
+    DIR* d = ::opendir(path.c_str());
+    if (d == nullptr) return PosixError(path, "open folder", errno);
+    std::vector<DirEntry> out;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      out.push_back({name, IsDirectory(path + "/" + name)});
+    }
+    ::closedir(d);
+    return out;
+  }
+
+  Status CreateDirs(const std::string& path) override {
+    if (path.empty() || IsDirectory(path)) return Status::OK();
+    std::string parent = DirName(path);
+    if (parent != path && parent != "." && parent != "/") ZF_TRY(CreateDirs(parent));
+    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return PosixError(path, "mkdir", errno);
+    return Status::OK();
+  }
+
+  Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, OpenRandom(path));
+    if (src->size() > max_bytes)
+      return Status::Limit("file is " + std::to_string(src->size()) + " bytes, limit " +
+                           std::to_string(max_bytes))
+          .WithPath(path);
+    std::string out(static_cast<size_t>(src->size()), '\0');
+    ZF_TRY(ReadExactAt(*src, 0, std::as_writable_bytes(std::span<char>(out.data(), out.size()))));
+    return out;
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return PosixError(path, "remove", errno);
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+Env* Env::Default() {
+  static Env* env = new PosixEnv();
+  return env;
+}
+
+}  // namespace zerofold
