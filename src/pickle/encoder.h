@@ -1,0 +1,28 @@
+// Pickle encoder: writes a Graph as protocol 2 with the opcodes CPython's
+// pickler (as used by torch.save) emits for the same values, so that an
+// unchanged graph decoded from a torch-written data.pkl re-encodes to the
+// same bytes: memo every node CPython would memoize (BINPUT/LONG_BINPUT),
+// BINGET/LONG_BINGET for nodes already written, smallest int opcode, batched
+// APPENDS/SETITEMS of at most 1000 items (single item: APPEND/SETITEM),
+// TUPLE1/2/3, EMPTY_TUPLE, GLOBAL "module\nname\n", BINPERSID.
+#ifndef ZEROFOLD_PICKLE_ENCODER_H_
+#define ZEROFOLD_PICKLE_ENCODER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "pickle/graph.h"
+#include "zerofold/result.h"
+
+namespace zerofold::pickle {
+
+// kInvalidArgument for values protocol 2 cannot express as written (kBytes
+// and kByteArray nodes, which protocol 2 pickles as _codecs.encode calls; the
+// decoder only yields them from protocol 3+ input), kLimit for nesting past
+// max_depth. Cycles through containers are written as CPython does (the
+// memo breaks them).
+Result<std::vector<std::byte>> Encode(const Graph& graph, NodeId root, uint32_t max_depth = 100000);
+
+}  // namespace zerofold::pickle
+
+#endif  // ZEROFOLD_PICKLE_ENCODER_H_

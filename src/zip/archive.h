@@ -1,0 +1,65 @@
+// Reading zip archives as torch.save writes them (and as other writers,
+// e.g. Python's zipfile, rewrite them).
+//
+// The reader trusts only the central directory: torch's local headers carry
+// flags 0x0808 with zero CRC and sizes, a data descriptor follows each
+// record, and data is 64-byte aligned behind an "FB" extra field; the reader
+// relies on none of that. Only stored (method 0), unencrypted entries are
+// accepted. Every entry must lie inside the file, entries must not overlap
+// each other or the central directory, names must not repeat, escape
+// ("../", absolute, backslashes) or be empty.
+//
+// Thread safety: an Archive is an immutable value after ReadArchive returns.
+#ifndef ZEROFOLD_ZIP_ARCHIVE_H_
+#define ZEROFOLD_ZIP_ARCHIVE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::zip {
+
+struct Entry {
+  std::string name;          // full name as stored, e.g. "archive/data/0"
+  uint64_t header_offset = 0;  // of the local file header
+  uint64_t data_offset = 0;    // first byte of the stored data
+  uint64_t size = 0;           // stored size == uncompressed size
+  uint32_t crc32 = 0;          // from the central directory
+};
+
+struct ReadOptions {
+  // Central directory entries accepted; more is kLimit. Raise for archives
+  // with millions of storages.
+  uint64_t max_entries = 1u << 22;
+  // Central directory bytes read into memory; more is kLimit.
+  uint64_t max_central_directory_bytes = 1ull << 30;
+};
+
+struct Archive {
+  std::vector<Entry> entries;  // in central directory order
+  // The folder every entry lives in ("archive", the file's stem, ...).
+  // Empty when entries do not share one top folder.
+  std::string top_folder;
+
+  // The entry "<top_folder>/<relative>", or nullptr.
+  const Entry* Find(std::string_view relative) const;
+};
+
+// Reads the end records and the central directory, then each local header
+// (to find data_offset). Does not read entry data. Errors carry the absolute
+// offset and, once known, the entry name as record.
+Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options = {});
+
+// Reads an entry whole into memory and checks its CRC-32 against the central
+// directory. REQUIRES: entry belongs to an archive read from src.
+Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
+                                         uint64_t max_bytes);
+
+}  // namespace zerofold::zip
+
+#endif  // ZEROFOLD_ZIP_ARCHIVE_H_
