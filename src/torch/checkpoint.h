@@ -110,6 +110,9 @@ Result<ByteRange> ViewExtent(const Tensor& tensor);
 Result<ByteRange> ExtentOf(std::span<const int64_t> shape, std::span<const int64_t> stride,
                            int64_t storage_offset, uint32_t itemsize);
 
+// "[2, 3]": a shape or stride as torch prints it, for messages.
+std::string ShapeText(std::span<const int64_t> shape);
+
 struct ReadOptions {
   pickle::DecodeLimits pickle;
   zip::ReadOptions zip;
@@ -136,6 +139,12 @@ struct Checkpoint {
   uint64_t pickle_offset = 0;    // absolute offset of data.pkl / the object pickle
   uint64_t pickle_size = 0;
 };
+
+// Checks that every storage's record holds its declared bytes and every
+// tensor's view lies inside its storage (and has fewer than 2^63 bytes).
+// kCorrupt names the record or the tensor. ReadCheckpoint calls it; writers
+// may call it on a patched model.
+Status CheckViews(const Checkpoint& ckpt);
 
 // Reads a torch file. Errors name the record and offset:
 //   kUnsupported  TorchScript archives (constants.pkl, code/), the "PYTORCH1"

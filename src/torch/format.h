@@ -8,8 +8,9 @@
 namespace zerofold::torch {
 
 // --- Zip archives (torch >= 1.6; caffe2/serialize/inline_container.cc) ---
+// torch.load takes a file for a zip archive when it starts with a local
+// file header (torch/serialization.py _is_zipfile).
 constexpr std::string_view kZipLocalHeaderMagic = "PK\x03\x04";  // APPNOTE 4.3.7
-constexpr std::string_view kZipEmptyArchiveMagic = "PK\x05\x06";  // APPNOTE 4.3.16, no entries
 // The first 8 bytes of the preview release's archives, which torch refuses
 // ("File is an unsupported archive format from the preview release").
 constexpr std::string_view kPreviewMagic = "PYTORCH1";

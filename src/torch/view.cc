@@ -1,4 +1,5 @@
-// View arithmetic: element counts and the stride-aware byte extent of a view.
+// View arithmetic: element counts, the stride-aware byte extent of a view,
+// and the check that every view stays inside its storage.
 #include "torch/checkpoint.h"
 
 #include <string>
@@ -21,6 +22,15 @@ uint64_t SaturatingNumel(std::span<const int64_t> shape) {
 }
 
 }  // namespace
+
+std::string ShapeText(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
 
 uint64_t Tensor::numel() const { return SaturatingNumel(shape); }
 
@@ -76,6 +86,38 @@ Result<ByteRange> ViewExtent(const Tensor& tensor) {
     return s;
   }
   return r;
+}
+
+Status CheckViews(const Checkpoint& ckpt) {
+  for (const Storage& s : ckpt.storages) {
+    if (s.record_size < s.nbytes)
+      return Status::Corrupt("record " + s.record + " has " + std::to_string(s.record_size) +
+                             " bytes, storage declares " + std::to_string(s.nbytes))
+          .WithRecord(s.record)
+          .WithOffset(s.data_offset);
+  }
+  for (const Tensor& t : ckpt.tensors) {
+    ZF_ASSIGN_OR_RETURN(ByteRange extent, ViewExtent(t));
+    // torch sizes are int64: a tensor of more than 2^63 bytes cannot exist,
+    // even one whose zero strides keep its extent small.
+    uint64_t bytes = Info(t.dtype).itemsize;
+    for (int64_t d : t.shape) {
+      std::optional<uint64_t> m = io::CheckedMul<uint64_t>(bytes, static_cast<uint64_t>(d));
+      if (!m || *m > static_cast<uint64_t>(INT64_MAX))
+        return Status::Corrupt("tensor of shape " + ShapeText(t.shape) + " has more than 2^63 bytes").WithRecord(t.name);
+      bytes = *m;
+    }
+    if (t.storage >= ckpt.storages.size())
+      return Status::Internal("tensor names storage " + std::to_string(t.storage) + " of " +
+                              std::to_string(ckpt.storages.size()))
+          .WithRecord(t.name);
+    const Storage& s = ckpt.storages[t.storage];
+    if (extent.end > s.nbytes)
+      return Status::Corrupt("view bytes [" + std::to_string(extent.begin) + ", " + std::to_string(extent.end) +
+                             ") leave storage '" + s.key + "' of " + std::to_string(s.nbytes) + " bytes")
+          .WithRecord(t.name);
+  }
+  return Status::OK();
 }
 
 }  // namespace zerofold::torch
