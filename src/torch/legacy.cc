@@ -118,11 +118,8 @@ Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptio
   ckpt.graph = std::move(object.graph);
   ckpt.root = object.root;
   ckpt.unsafe_globals = std::move(object.unsafe_globals);
-  RecognizeOptions ropts;
-  ropts.format = Format::kTorchLegacy;
-  ropts.max_graph_visits = options.max_graph_visits;
-  ropts.max_path_depth = options.max_path_depth;
-  Result<Recognized> rec = RecognizeTensors(ckpt.graph, ckpt.root, ropts);
+Result<Recognized> rec =
+      RecognizeTensors(ckpt.graph, ckpt.root, RecognizeOptionsFor(Format::kTorchLegacy, options));
   if (!rec.ok()) {
     Status s = rec.status();
     return s.WithRecord(kObjectRecord);

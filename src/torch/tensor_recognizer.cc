@@ -679,6 +679,14 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
   return std::optional<StoragePid>(std::move(pid));
 }
 
+RecognizeOptions RecognizeOptionsFor(Format format, const ReadOptions& options) {
+  RecognizeOptions r;
+  r.format = format;
+  r.max_graph_visits = options.max_graph_visits;
+  r.max_path_depth = options.max_path_depth;
+  return r;
+}
+
 Result<Recognized> RecognizeTensors(const Graph& graph, NodeId root, const RecognizeOptions& options) {
   Recognizer r(graph, options);
   return r.Run(root);

@@ -42,6 +42,9 @@ struct RecognizeOptions {
   uint32_t max_path_depth = 10000;
 };
 
+// The options ReadCheckpoint passes for a file of this format.
+RecognizeOptions RecognizeOptionsFor(Format format, const ReadOptions& options);
+
 struct Recognized {
   // Every storage any pid in the graph names, in order of its first pid node
   // (document order), reachable from the root or not, since torch's loader

@@ -107,11 +107,8 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
     ckpt.other_records.push_back(e);
   }
 
-  RecognizeOptions ropts;
-  ropts.format = Format::kTorchZip;
-  ropts.max_graph_visits = options.max_graph_visits;
-  ropts.max_path_depth = options.max_path_depth;
-  Result<Recognized> rec = RecognizeTensors(ckpt.graph, ckpt.root, ropts);
+Result<Recognized> rec =
+      RecognizeTensors(ckpt.graph, ckpt.root, RecognizeOptionsFor(Format::kTorchZip, options));
   if (!rec.ok()) {
     Status s = rec.status();
     return s.WithRecord(pkl->name);
