@@ -367,27 +367,22 @@ class Scan(NamedTuple):
     stub_pairs: List[Tuple[str, str]]  # (module, name) pairs the stub modules must hold
 
 
-def _zip_records(path: str) -> Tuple[zipfile.ZipFile, str]:
-    """The open archive and its top folder ("archive/data.pkl" -> "archive")."""
-    zf = zipfile.ZipFile(path)
-    names = zf.namelist()
-    if not names:
-        raise OracleError(f"{path}: empty zip archive")
-    top = names[0].split("/")[0]
-    return zf, top
-
-
 def _pickle_streams(path: str) -> Tuple[str, List[Tuple[io.BufferedIOBase, int]]]:
     """The file's format and the pickles to scan: (stream, how many pickles in a row)."""
     if zipfile.is_zipfile(path):
-        zf, top = _zip_records(path)
-        names = set(zf.namelist())
-        if f"{top}/constants.pkl" in names or any(n.startswith(f"{top}/code/") for n in names):
-            raise UnsupportedFile(f"{path}: TorchScript archive (torch.load would compile "
-                                  f"its code with torch.jit.load)")
-        if f"{top}/data.pkl" not in names:
-            raise OracleError(f"{path}: zip archive without {top}/data.pkl")
-        return "torch-zip", [(io.BytesIO(zf.read(f"{top}/data.pkl")), 1)]
+        with zipfile.ZipFile(path) as zf:
+            ordered = zf.namelist()
+            if not ordered:
+                raise OracleError(f"{path}: empty zip archive")
+            top = ordered[0].split("/")[0]  # torch takes the first record's folder
+            names = set(ordered)
+            if f"{top}/constants.pkl" in names or any(n.startswith(f"{top}/code/")
+                                                      for n in names):
+                raise UnsupportedFile(f"{path}: TorchScript archive (torch.load would "
+                                      f"compile its code with torch.jit.load)")
+            if f"{top}/data.pkl" not in names:
+                raise OracleError(f"{path}: zip archive without {top}/data.pkl")
+            return "torch-zip", [(io.BytesIO(zf.read(f"{top}/data.pkl")), 1)]
     if tarfile.is_tarfile(path):
         raise UnsupportedFile(f"{path}: the tar-based format of torch < 0.4")
     # Legacy (torch < 1.6): magic number, protocol version, sys_info, the object, the list of
