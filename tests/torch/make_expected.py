@@ -20,7 +20,9 @@ state) or ".args.<i>" (reduce arguments), joined with ".".
 
 Output lines (tab-separated):
   format  torch-zip|torch-legacy
-  storage KEY DTYPE NBYTES                      first reference order
+  storage KEY DTYPE NBYTES RECORD DATA_OFFSET RECORD_SIZE   first reference order
+            (DTYPE of an UntypedStorage: uint8; RECORD "storage KEY" in legacy
+            files; DATA_OFFSET from the zip local header / after the count)
   tensor  NAME DTYPE SHAPE STRIDE OFFSET KEY REQUIRES_GRAD IS_PARAMETER
 SHAPE and STRIDE are comma-separated ("" for a scalar).
 """
@@ -58,7 +60,20 @@ FIXTURES = [
     "fixtures/deepspeed/bloat_zero2_ws2_bf16/pytorch_model-00002-of-00003.bin",
     "fixtures/deepspeed/bloat_zero2_ws2_bf16/pytorch_model-00003-of-00003.bin",
     "fixtures/deepspeed/bloat_zero2_ws2_bf16/expected_compacted_state_dict.pt",
-]
+    "fixtures/hf/bloated/pytorch_model-00001-of-00003.bin",
+    "fixtures/hf/bloated/pytorch_model-00002-of-00003.bin",
+    "fixtures/hf/bloated/pytorch_model-00003-of-00003.bin",
+] + ["fixtures/torch/" + f for f in (
+    "bare_tensor.pt", "dtypes.pt", "legacy_dtypes.pt", "legacy_state_dict.pt", "legacy_views_tied.pt",
+    "optimizer_state.pt", "parameters.pt", "python_values.pt", "quantized.pt", "scalars_empty.pt",
+    "state_dict.pt", "tied_weights.pt", "transposed_expand.pt", "views.pt", "zip_rewritten.pt")]
+
+# Globals imported for real; every other one becomes a stub, so no fixture
+# can run code here.
+REAL_GLOBALS = {
+    ("collections", "OrderedDict"), ("_codecs", "encode"),
+} | {(m, n) for m in ("builtins", "__builtin__")
+     for n in ("set", "frozenset", "complex", "slice", "bytearray", "getattr")}
 
 
 # --- stubs for globals that do not import ---------------------------------
@@ -97,6 +112,7 @@ def stub_class(module, name):
 class Recorder:
     def __init__(self):
         self.storage_order = []  # (key, dtype, nbytes)
+        self.records = {}  # key -> (record, data_offset, record_size)
         self.key_of_storage = {}  # id(TypedStorage) -> key
         self.key_of_tensor = {}  # id(tensor) -> key
         self.keep = []  # keeps ids stable
@@ -135,10 +151,9 @@ def make_unpickler(rec, persistent_load):
             mod_name = {"torch.tensor": "torch._tensor"}.get(mod_name, mod_name)
             if mod_name == "torch._utils" and name in REBUILDS:
                 return rec.wrap(getattr(tu, name))
-            try:
-                return super().find_class(mod_name, name)
-            except (ImportError, AttributeError):
+            if not (mod_name == "torch" or mod_name.startswith("torch.")) and (mod_name, name) not in REAL_GLOBALS:
                 return stub_class(mod_name, name)
+            return super().find_class(mod_name, name)
 
         def persistent_load(self, saved_id):
             return persistent_load(saved_id)
@@ -166,7 +181,15 @@ def load_zip(path, rec):
         return loaded[key]
 
     data = io.BytesIO(reader.get_record("data.pkl"))
-    return make_unpickler(rec, persistent_load)(data).load()
+    result = make_unpickler(rec, persistent_load)(data).load()
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        top = z.namelist()[0].split("/")[0]
+        for key in loaded:
+            info = z.getinfo(top + "/data/" + key)
+            f.seek(info.header_offset + 26)
+            name_len, extra_len = struct.unpack("<HH", f.read(4))
+            rec.records[key] = (info.filename, info.header_offset + 30 + name_len + extra_len, info.file_size)
+    return result
 
 
 def load_legacy(path, rec):
@@ -194,6 +217,7 @@ def load_legacy(path, rec):
         for key in keys:  # the counts must agree, as torch checks
             (count,) = struct.unpack("<q", f.read(8))
             storage = loaded[key]
+            rec.records[key] = ("storage " + key, f.tell(), storage.nbytes())
             assert count * storage.element_size() == storage.nbytes(), key
             f.seek(storage.nbytes(), 1)
         return result
@@ -240,7 +264,8 @@ def describe(path):
     obj = load_zip(path, rec) if fmt == "torch-zip" else load_legacy(path, rec)
     lines = ["format\t" + fmt]
     for key, dtype, nbytes in rec.storage_order:
-        lines.append("\t".join(["storage", key, dtype, str(nbytes)]))
+        record, data_offset, record_size = rec.records[key]
+        lines.append("\t".join(["storage", key, dtype, str(nbytes), record, str(data_offset), str(record_size)]))
     named = []
     walk(obj, [], named, set())
     for name, t in named:
