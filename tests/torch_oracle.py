@@ -14,9 +14,11 @@ load(path) -> object
 load_info(path) -> Loaded(obj, mode, globals, stubbed)
     The same, and how: mode is "weights_only" or "stubbed" (the second path; `stubbed` lists
     the globals that got stubs, possibly none, e.g. when only builtins.set blocked weights_only).
-scan(path) -> Scan(format, globals, stubbed, unsafe, problems)
+scan(path) -> Scan(format, globals, stubbed, unsafe, problems, stub_pairs, storage_keys)
     The opcode scan alone: every GLOBAL / STACK_GLOBAL / INST as "module.name" in order of
-    first appearance, the ones that would get stubs, the unsafe ones, and other reasons to refuse.
+    first appearance, the ones that would get stubs, the unsafe ones, other reasons to refuse,
+    and the storage keys of the ('storage', cls, KEY, ...) persistent ids in order of first
+    reference.
 describe(obj) -> dict (JSON-able)
     {"tensors": [...], "leaves": [...], "objects": [...], "storages": [...]} in depth-first
     order of first visit; a tensor reached by two paths (tied weights) is listed under both.
@@ -215,6 +217,7 @@ class _PickleScan:
     def __init__(self, globals_: Dict[str, str], problems: List[str]):
         self.globals = globals_    # "module.name" -> class, in order of first appearance
         self.pairs: List[Tuple[str, str]] = []  # (module, name) of each stubbed global
+        self.storage_keys: List[str] = []  # keys of ('storage', cls, KEY, ...) persistent ids
         self.problems = problems
         self.stack: List[Any] = []
         self.memo: Dict[int, Any] = {}
@@ -326,7 +329,11 @@ class _PickleScan:
                     self._problem(pos, "STACK_GLOBAL on values that are not strings")
                     self.stack.append(_OTHER)
             elif name == "BINPERSID":
-                self._pop(pos)
+                pid = self._pop(pos)[0]
+                if (isinstance(pid, _Tup) and len(pid.items) >= 3
+                        and pid.items[0] == _Str("storage") and isinstance(pid.items[2], _Str)
+                        and pid.items[2].value not in self.storage_keys):
+                    self.storage_keys.append(pid.items[2].value)
                 self.stack.append(_OTHER)
             elif name == "REDUCE":
                 args = self._pop(pos)[0]
@@ -365,6 +372,7 @@ class Scan(NamedTuple):
     unsafe: List[str]      # the globals refused as unsafe
     problems: List[str]    # every reason to refuse ("@OFFSET: what"), empty if none
     stub_pairs: List[Tuple[str, str]]  # (module, name) pairs the stub modules must hold
+    storage_keys: List[str]  # storage keys in order of first reference by a persistent id
 
 
 def _pickle_streams(path: str) -> Tuple[str, List[Tuple[io.BufferedIOBase, int]]]:
@@ -396,6 +404,7 @@ def scan(path: str) -> Scan:
     globals_: Dict[str, str] = {}
     problems: List[str] = []
     pairs: List[Tuple[str, str]] = []
+    keys: List[str] = []
     for stream, count in streams:
         with stream:
             for _ in range(count):
@@ -408,8 +417,9 @@ def scan(path: str) -> Scan:
                 except Exception as e:  # pickletools: truncated or bad opcode
                     raise OracleError(f"{path}: pickle at byte {base} does not parse: {e}")
                 pairs += scanner.pairs
+                keys += [k for k in scanner.storage_keys if k not in keys]
     return Scan(fmt, list(globals_), [g for g, k in globals_.items() if k == "stub"],
-                [g for g, k in globals_.items() if k == "unsafe"], problems, pairs)
+                [g for g, k in globals_.items() if k == "unsafe"], problems, pairs, keys)
 
 
 # ---------------------------------------------------------------------------------------
