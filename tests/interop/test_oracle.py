@@ -17,8 +17,8 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FIXTURES = os.path.join(ROOT, "fixtures")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_list import FIXTURES, ROOT, checkpoint_files as fixture_files  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, FIXTURES)
 
@@ -56,17 +56,6 @@ REFUSED = {
     "bad/unsafe_getattr.pt": (oracle.UnsafeFile, []),
     "bad/torchscript.pt": (oracle.UnsupportedFile, None),
 }
-NOT_CHECKPOINTS = (".json", ".md", ".log", ".py", "/latest")
-
-
-def fixture_files():
-    out = []
-    for dirpath, _, files in os.walk(FIXTURES):
-        for f in files:
-            rel = os.path.relpath(os.path.join(dirpath, f), FIXTURES)
-            if not rel.endswith(NOT_CHECKPOINTS) and "__pycache__" not in rel:
-                out.append(rel)
-    return sorted(out)
 
 
 def expectation(rel):
