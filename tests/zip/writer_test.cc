@@ -140,7 +140,8 @@ TEST_CASE("zip64 header encodings match torch's at the 4 GiB boundaries") {
       {"empty past 4 GiB", 0x100000000ull, 0, false, true, 0, 12},
   };
   for (const Case& c : kCases) {
-    CAPTURE(c.name);
+    const std::string case_name = c.name;
+    CAPTURE(case_name);
     const std::string name = "a/data/0";
     EntryLayout l = LayOutEntry(c.offset, name.size(), c.size);
     CHECK_EQ(l.size_zip64, c.size_zip64);
