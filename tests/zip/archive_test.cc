@@ -17,59 +17,14 @@
 namespace zerofold::zip {
 namespace {
 
+using testing::Put16;
+using testing::Put32;
+using testing::Put64;
+using testing::PutText;
 using testing::ReadFileBytes;
 using testing::SourceRoot;
-
-// A small torch-layout archive written by our Writer, and the offsets of
-// its records (from the layout rules, not from reading it).
-struct Small {
-  std::vector<std::byte> bytes;
-  std::vector<std::string> names;
-  std::vector<uint64_t> header;   // local header offsets
-  std::vector<uint64_t> data;     // data offsets
-  std::vector<uint64_t> central;  // central header offsets
-  uint64_t cd_offset = 0;
-  uint64_t cd_size = 0;
-  uint64_t zip64 = 0;    // zip64 end record
-  uint64_t locator = 0;  // zip64 locator
-  uint64_t eocd = 0;     // end record
-};
-
-Small BuildSmall() {
-  Small s;
-  s.names = {"arch/data.pkl", "arch/data/0", "arch/data/1", "arch/version"};
-  const size_t sizes[] = {20, 100, 40, 2};
-  io::MemSink sink;
-  Writer w(&sink);
-  for (size_t i = 0; i < s.names.size(); ++i) {
-    std::vector<std::byte> data(sizes[i]);
-    for (size_t k = 0; k < data.size(); ++k) data[k] = std::byte(static_cast<uint8_t>(i * 31 + k));
-    s.header.push_back(w.position());
-    s.data.push_back(LayOutEntry(w.position(), s.names[i].size(), data.size()).data_offset());
-    REQUIRE(w.AddEntry(s.names[i], data).ok());
-  }
-  s.cd_offset = w.position();
-  uint64_t at = s.cd_offset;
-  for (const std::string& n : s.names) {
-    s.central.push_back(at);
-    at += kCentralFileHeaderSize + n.size();
-  }
-  s.cd_size = at - s.cd_offset;
-  REQUIRE(w.Finish().ok());
-  s.bytes = std::move(sink.bytes());
-  s.eocd = s.bytes.size() - kEndOfCentralDirSize;
-  s.locator = s.eocd - kZip64EndOfCentralDirLocatorSize;
-  s.zip64 = s.locator - kZip64EndOfCentralDirSize;
-  return s;
-}
-
-void Put16(std::vector<std::byte>& b, uint64_t at, uint16_t v) { io::EncodeU16le(b.data() + at, v); }
-void Put32(std::vector<std::byte>& b, uint64_t at, uint32_t v) { io::EncodeU32le(b.data() + at, v); }
-void Put64(std::vector<std::byte>& b, uint64_t at, uint64_t v) { io::EncodeU64le(b.data() + at, v); }
-void PutText(std::vector<std::byte>& b, uint64_t at, std::string_view text) {
-  std::span<const std::byte> t = io::AsBytes(text);
-  std::copy(t.begin(), t.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
-}
+using Small = testing::SmallArchive;
+using testing::BuildSmall;
 
 // Offsets of fields within records, from the spec layout (format.h).
 constexpr uint64_t kCdFlags = kCentralFlagsOffset;
