@@ -61,16 +61,9 @@ Result<uint64_t> Numel(const std::vector<int64_t>& shape, std::string_view what,
   return n;
 }
 
-bool IsFloating(DType d) {
-  switch (d) {
-    case DType::kFloat64: case DType::kFloat32: case DType::kFloat16: case DType::kBFloat16:
-    case DType::kFloat8E4M3FN: case DType::kFloat8E5M2: case DType::kFloat8E4M3FNUZ:
-    case DType::kFloat8E5M2FNUZ:
-      return true;
-    default:
-      return false;
-  }
-}
+// Floating dtypes whose elements convert one by one. float4_e2m1fn_x2 packs
+// two values per element, so a tensor of it keeps its dtype.
+bool IsFloating(DType d) { return torch::Info(d).is_floating && d != DType::kFloat4E2M1FNx2; }
 
 // The dtype a tensor stored as `source` comes out as (README.md: dtypes).
 DType OutputDType(DType source, const PlanOptions& options) {
