@@ -17,6 +17,7 @@
 #include "io/mem.h"
 #include "pickle_writer.h"
 #include "torch/tensor_recognizer.h"
+#include "zip/crc32.h"
 #include "zip/writer.h"
 
 namespace zerofold::torch {
@@ -407,6 +408,66 @@ TEST_CASE("every strict prefix of a zip checkpoint fails cleanly") {
   }
   io::MemSource whole("p", bytes);
   CHECK(ReadCheckpoint(whole).ok());
+}
+
+// Damaged pickles must fail with a bad-input code (or still read), never
+// crash or report an internal error. Zip: the central directory's CRC is
+// repaired so the damage reaches the decoder and the recognizer.
+bool BadInputCode(Code c) {
+  return c == Code::kOk || c == Code::kCorrupt || c == Code::kUnsupported || c == Code::kLimit;
+}
+
+TEST_CASE("every byte of data.pkl changed: bad input codes only") {
+  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/tied_weights.pt");
+  io::MemSource src("t", bytes);
+  Result<zip::Archive> ar = zip::ReadArchive(src);
+  REQUIRE(ar.ok());
+  const zip::Entry* pkl = ar->Find("data.pkl");
+  REQUIRE(pkl);
+  // The central directory header of data.pkl: signature, then CRC-32 at +16.
+  std::string_view text = io::AsChars(bytes);
+  const std::string signature("PK\x01\x02", 4);  // APPNOTE 4.3.12; the name follows 46 bytes of header
+  size_t header = std::string::npos;
+  for (size_t at = text.find(signature); at != std::string::npos; at = text.find(signature, at + 4)) {
+    if (text.substr(at + 46, pkl->name.size()) == pkl->name) header = at;
+  }
+  REQUIRE(header != std::string::npos);
+  int ok = 0, failed = 0;
+  for (uint64_t i = 0; i < pkl->size; ++i) {
+    for (int flip : {0x01, 0x80, 0xff}) {
+      std::vector<std::byte> damaged = bytes;
+      damaged[pkl->data_offset + i] ^= std::byte(flip);
+      uint32_t crc = zip::Crc32(0, std::span(damaged).subspan(pkl->data_offset, pkl->size));
+      io::EncodeU32le(damaged.data() + header + 16, crc);
+      io::MemSource d("t", damaged);
+      Status s = ReadCheckpoint(d).status();
+      CAPTURE(i);
+      CAPTURE(flip);
+      CHECK_MESSAGE(BadInputCode(s.code()), s.ToString());
+      (s.ok() ? ok : failed)++;
+    }
+  }
+  CHECK_GT(failed, 0);
+  CHECK_GT(ok, 0);  // e.g. a changed letter in a key still reads
+}
+
+TEST_CASE("every byte of a legacy file's pickles changed: bad input codes only") {
+  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/legacy_views_tied.pt");
+  io::MemSource src("l", bytes);
+  Result<Checkpoint> c = ReadCheckpoint(src);
+  REQUIRE(c.ok());
+  uint64_t pickles_end = c->storages[0].data_offset - 8;
+  for (uint64_t i = 0; i < pickles_end; ++i) {
+    for (int flip : {0x01, 0x80, 0xff}) {
+      std::vector<std::byte> damaged = bytes;
+      damaged[i] ^= std::byte(flip);
+      io::MemSource d("l", damaged);
+      Status s = ReadCheckpoint(d).status();
+      CAPTURE(i);
+      CAPTURE(flip);
+      CHECK_MESSAGE(BadInputCode(s.code()), s.ToString());
+    }
+  }
 }
 
 // --- legacy files built here -----------------------------------------------
