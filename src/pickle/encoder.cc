@@ -80,7 +80,8 @@ class Encoder {
   void Int(int64_t v);
   void Long(std::string_view le);
   void Put(NodeId id);
-  void Get(NodeId id);
+  void Get(NodeId id) { MemoOp(Op::BINGET, Op::LONG_BINGET, memo_[id]); }
+  void MemoOp(Op short_op, Op long_op, uint32_t index);
   bool Memoized(NodeId id) const { return memo_[id] != kNotMemoized; }
 
   const Graph& g_;
@@ -121,26 +122,19 @@ void Encoder::Long(std::string_view le) {
   Raw(le);
 }
 
-// memo_put: the next index, BINPUT below 256, else LONG_BINPUT.
+// memo_put takes the next index; memo_get fetches one. BINPUT/BINGET below
+// 256, LONG_BINPUT/LONG_BINGET from there.
 void Encoder::Put(NodeId id) {
-  uint32_t index = next_memo_++;
-  memo_[id] = index;
-  if (index < 256) {
-    Op1(Op::BINPUT);
-    out_.push_back(static_cast<std::byte>(index));
-  } else {
-    Op1(Op::LONG_BINPUT);
-    U32(index);
-  }
+  memo_[id] = next_memo_++;
+  MemoOp(Op::BINPUT, Op::LONG_BINPUT, memo_[id]);
 }
 
-void Encoder::Get(NodeId id) {
-  uint32_t index = memo_[id];
+void Encoder::MemoOp(Op short_op, Op long_op, uint32_t index) {
   if (index < 256) {
-    Op1(Op::BINGET);
+    Op1(short_op);
     out_.push_back(static_cast<std::byte>(index));
   } else {
-    Op1(Op::LONG_BINGET);
+    Op1(long_op);
     U32(index);
   }
 }
