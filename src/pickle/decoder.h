@@ -33,6 +33,8 @@
 //
 // Stricter than CPython: STOP must leave exactly one value and no open MARK
 // (pickletools.dis requires the same; Python's pickler never leaves more).
+//
+// Thread safety: Decode keeps no state between calls; a Decoded is a value.
 #ifndef ZEROFOLD_PICKLE_DECODER_H_
 #define ZEROFOLD_PICKLE_DECODER_H_
 
