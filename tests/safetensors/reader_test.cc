@@ -441,3 +441,48 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
 
 }  // namespace
 }  // namespace zerofold::safetensors
+
+namespace zerofold::safetensors {
+namespace {
+
+// Every single-byte change to a valid file either parses to a consistent
+// result or fails as corrupt or limit in the header: never a crash, and never
+// a result whose tensors leave the file.
+TEST_CASE("safetensors single-byte mutations fail cleanly or stay consistent") {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]},"c":{"dtype":"F4","shape":[2],"data_offsets":[11,12]}} )";
+  const std::vector<std::byte> valid = testing::File(header, 12);
+  REQUIRE(ParseFile(valid).ok());
+  const unsigned char kValues[] = {0x00, 0x01, 0x09, 0x20, '"', ',', '-', '.', '0', '1', '9', ':',
+                                   '[', ']', '{', '}', 'e', 0x7f, 0x80, 0xc3, 0xff};
+  size_t parsed = 0;
+  for (size_t pos = 0; pos < valid.size(); ++pos) {
+    for (unsigned char v : kValues) {
+      if (valid[pos] == std::byte(v)) continue;
+      std::vector<std::byte> bytes = valid;
+      bytes[pos] = std::byte(v);
+      Result<safetensors::File> f = ParseFile(bytes);
+      if (!f.ok()) {
+        const Status& s = f.status();
+        if (s.code() != Code::kCorrupt && s.code() != Code::kLimit) FAIL(s.ToString());
+        if (s.record() != "header" || s.offset() > bytes.size()) FAIL(s.ToString());
+        continue;
+      }
+      ++parsed;
+      uint64_t next = 0;
+      for (const TensorInfo& t : f->tensors) {
+        if (t.begin != next || t.end < t.begin) FAIL("tensors do not tile: " << t.name);
+        if (t.data_offset != f->data_start + t.begin) FAIL("bad data_offset: " << t.name);
+        if (f->Find(t.name) != &t) FAIL("Find misses " << t.name);
+        next = t.end;
+      }
+      if (f->data_start + next != bytes.size() || f->file_size != bytes.size()) FAIL("size");
+    }
+  }
+  // Some mutations keep the file valid (a digit of a name, a space of padding).
+  CHECK_GT(parsed, 0u);
+}
+
+}  // namespace
+}  // namespace zerofold::safetensors
