@@ -235,7 +235,7 @@ TEST_CASE("safetensors rejects bad headers at the exact offset, naming the refer
       {"nesting past serde_json's limit",
        R"({"t":{"dtype":"U8","shape":[0],"data_offsets":[0,0],"x":)" + std::string(125, '[') +
            "@[" + std::string(126, ']') + "}}",
-       0, Code::kLimit, "InvalidHeaderDeserialization"},
+       0, Code::kCorrupt, "InvalidHeaderDeserialization"},
   };
   for (const BadHeader& c : kBad) {
     INFO(c.name);
@@ -324,6 +324,10 @@ TEST_CASE("safetensors header size limit is kLimit when the file really holds th
   opts.max_header_values = 2;
   f = ParseFile(File(header, 0), opts);
   CHECK_EQ(f.status().code(), Code::kLimit);
+  CHECK_EQ(f.status().offset(), 8 + 21u);  // the third value, "b"
+  CHECK_EQ(f.status().record(), "header");
+  CHECK_EQ(f.status().message(),
+           "header has more than 2 JSON values (ReadOptions::max_header_values)");
   opts.max_header_values = 3;
   CHECK(ParseFile(File(header, 0), opts).ok());
 }
