@@ -33,6 +33,12 @@ std::string_view TypeName(Type type) {
   return "unknown";
 }
 
+Value::Value(const Value&) = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) = default;
+Value& Value::operator=(Value&&) noexcept = default;
+Value::Value(Data data, uint64_t offset) : data_(std::move(data)), offset_(offset) {}
+
 Value Value::Null(uint64_t offset) { return Value(Data(std::monostate()), offset); }
 Value Value::Bool(bool b, uint64_t offset) { return Value(Data(b), offset); }
 Value Value::Number(std::string text, uint64_t offset) {

@@ -35,10 +35,11 @@ class Value {
  public:
   // Null, with no offset.
   Value() = default;
-  Value(const Value&) = default;
-  Value(Value&&) noexcept = default;
-  Value& operator=(const Value&) = default;
-  Value& operator=(Value&&) noexcept = default;
+  // Defined in value.cc, where Member is complete.
+  Value(const Value&);
+  Value(Value&&) noexcept;
+  Value& operator=(const Value&);
+  Value& operator=(Value&&) noexcept;
   ~Value();
 
   static Value Null(uint64_t offset = kNoOffset);
@@ -104,7 +105,7 @@ class Value {
   };
   using Data = std::variant<std::monostate, bool, NumberText, std::string, std::vector<Value>,
                             std::vector<Member>>;
-  Value(Data data, uint64_t offset) : data_(std::move(data)), offset_(offset) {}
+  Value(Data data, uint64_t offset);
 
   Data data_;
   uint64_t offset_ = kNoOffset;

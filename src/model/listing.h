@@ -26,7 +26,7 @@ Result<FileFormat> SniffFormat(const RandomSource& src);
 struct TensorInfo {
   std::string name;
   std::vector<torch::PathElem> path;
-  torch::DType dtype;
+  std::string dtype;     // torch's spelling ("float32"); a safetensors code torch lacks ("F4")
   std::vector<int64_t> shape;
   std::vector<int64_t> stride;
   std::string storage;   // storage key (safetensors: the tensor's name)
@@ -37,7 +37,7 @@ struct TensorInfo {
 
 struct StorageInfo {
   std::string key;
-  torch::DType dtype;
+  std::string dtype;
   uint64_t nbytes = 0;
   uint64_t referenced_nbytes = 0;  // union of its views' byte extents
 };

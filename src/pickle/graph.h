@@ -71,56 +71,90 @@ class Graph {
   bool AsBool(NodeId id) const { return nodes_[id].i != 0; }
   int64_t AsInt(NodeId id) const { return nodes_[id].i; }
   double AsFloat(NodeId id) const;
-  // kStr, kBytes, kByteArray, kBigInt payload; a kGlobal's module.
-  std::string_view AsStr(NodeId id) const { return strings_[nodes_[id].a]; }
-  std::string_view GlobalModule(NodeId id) const { return strings_[nodes_[id].a]; }
-  std::string_view GlobalName(NodeId id) const { return strings_[nodes_[id].b]; }
+  // kStr, kBytes, kByteArray, kBigInt payload.
+  std::string_view AsStr(NodeId id) const {
+    return {chars_.data() + nodes_[id].i, nodes_[id].a};
+  }
+  std::string_view GlobalModule(NodeId id) const {
+    const GlobalRef& g = globals_[nodes_[id].a];
+    return {chars_.data() + g.offset, g.module_size};
+  }
+  std::string_view GlobalName(NodeId id) const {
+    const GlobalRef& g = globals_[nodes_[id].a];
+    return {chars_.data() + g.offset + g.module_size, g.name_size};
+  }
   // kTuple, kList, kSet, kFrozenSet elements; kDict entries flattened.
-  std::span<const NodeId> Items(NodeId id) const { return lists_[nodes_[id].a]; }
+  std::span<const NodeId> Items(NodeId id) const {
+    const Node& n = nodes_[id];
+    if (IsFrozen(n.kind)) return {items_.data() + n.i, n.a};
+    return lists_[n.a];
+  }
   const ObjectData& Object(NodeId id) const { return objects_[nodes_[id].a]; }
   ObjectData& MutableObject(NodeId id) { return objects_[nodes_[id].a]; }
   // kPersId: the persistent id value.
   NodeId PersId(NodeId id) const { return static_cast<NodeId>(nodes_[id].i); }
 
-  // True for a kGlobal with this module and name, or a kObject whose
-  // callable is such a global (when `through_object`).
+  // True for a kGlobal with this module and name (false for kNoNode).
   bool IsGlobal(NodeId id, std::string_view module, std::string_view name) const;
 
-  // Builders.
-  NodeId AddNone();
-  NodeId AddBool(bool v);
-  NodeId AddInt(int64_t v);
+  // Builders. REQUIRES: string payloads under 4 GiB (the decoder refuses
+  // larger ones with kUnsupported before building).
+  NodeId AddNone() { return Push(Kind::kNone, 0, 0); }
+  NodeId AddBool(bool v) { return Push(Kind::kBool, 0, v ? 1 : 0); }
+  NodeId AddInt(int64_t v) { return Push(Kind::kInt, 0, v); }
   NodeId AddBigInt(std::string_view le_bytes);
   NodeId AddFloat(double v);
   NodeId AddStr(std::string_view utf8);
   NodeId AddBytes(std::string_view bytes, Kind kind = Kind::kBytes);
   NodeId AddGlobal(std::string_view module, std::string_view name);
-  NodeId AddSequence(Kind kind, std::span<const NodeId> items);  // tuple, list, set, frozenset
+  // tuple, list, set, frozenset; also kDict with `items` flattened k, v.
+  NodeId AddSequence(Kind kind, std::span<const NodeId> items);
   NodeId AddDict();
   NodeId AddObject(ObjectData data);
   NodeId AddPersId(NodeId pid);
 
-  // Mutators. REQUIRES: kind fits (Append: list or set; SetItem: dict).
+  // Mutators. REQUIRES: kind fits (Append, Extend: list or set, or dict with
+  // `items` flattened k, v; SetItem: dict).
   void Append(NodeId list, NodeId item) { lists_[nodes_[list].a].push_back(item); }
+  void Extend(NodeId container, std::span<const NodeId> items);
   void SetItem(NodeId dict, NodeId key, NodeId value);  // appends an entry
   // Replaces element `index` of a tuple/list/set or flattened dict entry.
-  void ReplaceItem(NodeId container, size_t index, NodeId item) { lists_[nodes_[container].a][index] = item; }
+  void ReplaceItem(NodeId container, size_t index, NodeId item);
   void SetInt(NodeId id, int64_t v) { nodes_[id].i = v; }
+
+  // Capacity hints; no effect on contents.
+  void Reserve(size_t nodes, size_t chars, size_t frozen_items);
 
   // Approximate heap bytes held (for memory accounting in tests/benchmarks).
   size_t ApproxBytes() const;
 
  private:
+  // Scalars keep their value in `i`. Strings, bytes and big ints are `a`
+  // bytes at offset `i` of chars_. Tuples and frozensets (immutable) are `a`
+  // ids at offset `i` of items_; lists, dicts and sets grow, so each has its
+  // own vector, lists_[a]. Globals are globals_[a]; objects objects_[a].
   struct Node {
-    Kind kind;
-    uint32_t a = 0;   // index into strings_, lists_ or objects_
-    uint32_t b = 0;   // second string index (global name)
-    int64_t i = 0;    // int, bool, float bits, persid target
+    Kind kind = Kind::kNone;
+    uint32_t a = 0;
+    int64_t i = 0;
   };
-  NodeId Push(Node n);
+  static_assert(sizeof(Node) == 16, "a graph node is 16 bytes");
+  struct GlobalRef {
+    uint64_t offset;  // module then name, adjacent in chars_
+    uint32_t module_size;
+    uint32_t name_size;
+  };
+  static bool IsFrozen(Kind k) { return k == Kind::kTuple || k == Kind::kFrozenSet; }
+  NodeId Push(Kind kind, uint32_t a, int64_t i) {
+    nodes_.push_back(Node{kind, a, i});
+    return static_cast<NodeId>(nodes_.size() - 1);
+  }
+  uint64_t AddChars(std::string_view s);
   std::vector<Node> nodes_;
-  std::vector<std::string> strings_;
+  std::vector<char> chars_;
+  std::vector<NodeId> items_;
   std::vector<std::vector<NodeId>> lists_;
+  std::vector<GlobalRef> globals_;
   std::vector<ObjectData> objects_;
 };
 

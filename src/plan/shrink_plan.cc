@@ -22,7 +22,43 @@ struct Cluster {
 
 uint64_t Lcm(uint64_t a, uint64_t b) { return a / std::gcd(a, b) * b; }
 
+// i in decimal, zero-padded to the width of `last`.
+std::string Padded(size_t i, size_t last) {
+  std::string s = std::to_string(i);
+  size_t width = std::to_string(last).size();
+  return std::string(width - s.size(), '0') + s;
+}
+
 }  // namespace
+
+void AssignKeys(const torch::Checkpoint& ckpt, std::vector<OutputStorage>& storages) {
+  // Zip input: a storage that stays one storage keeps its key; one split in
+  // k keeps it as a prefix, "KEY.0" .. "KEY.(k-1)" zero-padded, which sorts
+  // right after KEY and before any other key, so string order of the output
+  // keys is the input's record order when the input's was (torch writes
+  // records in string order of keys).
+  bool ok = ckpt.format == torch::Format::kTorchZip;
+  if (ok) {
+    std::vector<size_t> count(ckpt.storages.size(), 0);
+    for (const OutputStorage& o : storages) count[o.input_storage]++;
+    std::vector<size_t> seen(ckpt.storages.size(), 0);
+    std::vector<std::string> keys;
+    for (OutputStorage& o : storages) {
+      const std::string& key = ckpt.storages[o.input_storage].key;
+      size_t k = count[o.input_storage];
+      o.key = k == 1 ? key : key + "." + Padded(seen[o.input_storage]++, k - 1);
+      keys.push_back(o.key);
+    }
+    std::sort(keys.begin(), keys.end());
+    ok = std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+    for (size_t i = 0; ok && i + 1 < storages.size(); ++i) ok = storages[i].key < storages[i + 1].key;
+  }
+  if (ok) return;
+  // Legacy input (keys are memory addresses), or keys whose split names
+  // collide or whose order differs from the records': number the storages
+  // in order, zero-padded so string order is that order.
+  for (size_t i = 0; i < storages.size(); ++i) storages[i].key = Padded(i, storages.empty() ? 0 : storages.size() - 1);
+}
 
 Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
   const size_t n_storages = ckpt.storages.size();
@@ -119,20 +155,27 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
     plan.views[t] = {tensor_output[t], offset};
   }
 
-  // Keys in order of first reference by a tensor, as torch.save numbers them.
-  std::vector<uint32_t> order(plan.storages.size(), UINT32_MAX);
-  uint32_t next_key = 0;
-  for (uint32_t t = 0; t < ckpt.tensors.size(); ++t) {
-    uint32_t out = plan.views[t].output_storage;
-    if (order[out] == UINT32_MAX) order[out] = next_key++;
+  // Order: input records in file order, then by begin, so a forward-only
+  // reader can produce every output storage as its input streams by.
+  std::vector<uint32_t> order(plan.storages.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const OutputStorage& x = plan.storages[a];
+    const OutputStorage& y = plan.storages[b];
+    uint64_t xo = ckpt.storages[x.input_storage].data_offset, yo = ckpt.storages[y.input_storage].data_offset;
+    if (xo != yo) return xo < yo;
+    if (x.input_storage != y.input_storage) return x.input_storage < y.input_storage;
+    return x.begin < y.begin;
+  });
+  std::vector<uint32_t> new_index(plan.storages.size());
+  std::vector<OutputStorage> sorted;
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    new_index[order[i]] = i;
+    sorted.push_back(plan.storages[order[i]]);
   }
-  std::vector<OutputStorage> sorted(plan.storages.size());
-  for (uint32_t i = 0; i < plan.storages.size(); ++i) {
-    sorted[order[i]] = plan.storages[i];
-    sorted[order[i]].key = std::to_string(order[i]);
-  }
-  for (ViewPlacement& v : plan.views) v.output_storage = order[v.output_storage];
+  for (ViewPlacement& v : plan.views) v.output_storage = new_index[v.output_storage];
   plan.storages = std::move(sorted);
+  AssignKeys(ckpt, plan.storages);
   for (const OutputStorage& o : plan.storages) plan.bytes_after += o.nbytes();
   return plan;
 }

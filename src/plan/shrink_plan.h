@@ -28,7 +28,7 @@ struct OutputStorage {
   uint64_t begin = 0;          // byte range [begin, end) of the input storage
   uint64_t end = 0;
   bool whole = false;          // the input storage is kept unchanged
-  std::string key;             // output key: "0", "1", ... in order of first reference
+  std::string key;             // output key (see AssignKeys)
   uint64_t nbytes() const { return end - begin; }
 };
 
@@ -38,13 +38,22 @@ struct ViewPlacement {
 };
 
 struct ShrinkPlan {
-  std::vector<OutputStorage> storages;  // in order of first reference by a tensor
+  // In input record order (file offset), then by begin: the order a
+  // forward-only reader meets their bytes, and string order of their keys.
+  std::vector<OutputStorage> storages;
   std::vector<ViewPlacement> views;     // parallel to Checkpoint::tensors
   uint64_t bytes_before = 0;            // sum of input storage nbytes (referenced storages)
   uint64_t bytes_after = 0;             // sum of output storage nbytes
   // Input storages that were split or trimmed (indexes into Checkpoint::storages).
   std::vector<uint32_t> changed_storages;
 };
+
+// Names output storages (in their final order): zip input keeps the input
+// key for a storage that stays whole or becomes one storage, and names the
+// parts of a split storage KEY.0, KEY.1, ... (zero-padded); legacy input, or
+// keys whose string order would not match the storages' order, are numbered
+// 0, 1, ... zero-padded to equal width.
+void AssignKeys(const torch::Checkpoint& ckpt, std::vector<OutputStorage>& storages);
 
 // Plans the shrink of every tensor of `ckpt`. kCorrupt if a view's extent
 // cannot be computed (the reader already rejects views outside storage).

@@ -23,15 +23,32 @@ std::string_view Relative(const zip::Archive& ar, std::string_view name) {
   return name;
 }
 
+bool IsTorchScriptRecord(std::string_view relative) {
+  return relative == kTorchScriptConstantsRecord || relative.starts_with(kTorchScriptCodeFolder);
+}
+
+Status TorchScript(std::string_view record, uint64_t offset) {
+  return Status::Unsupported("a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
+      .WithRecord(record)
+      .WithOffset(offset);
+}
+
 Status RejectTorchScript(const zip::Archive& ar) {
   for (const zip::Entry& e : ar.entries) {
-    std::string_view rel = Relative(ar, e.name);
-    if (rel == kTorchScriptConstantsRecord || rel.starts_with(kTorchScriptCodeFolder))
-      return Status::Unsupported("a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
-          .WithRecord(e.name)
-          .WithOffset(e.header_offset);
+    if (IsTorchScriptRecord(Relative(ar, e.name))) return TorchScript(e.name, e.header_offset);
   }
   return Status::OK();
+}
+
+// torch.jit.save deflates its code records, which the zip reader refuses
+// before the directory is known: say what the archive is instead.
+Status ExplainUnsupported(Status s) {
+  std::string_view record = s.record();
+  size_t slash = record.find('/');
+  if (s.code() == Code::kUnsupported && slash != std::string_view::npos &&
+      IsTorchScriptRecord(record.substr(slash + 1)))
+    return TorchScript(record, s.offset());
+  return s;
 }
 
 Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& e) {
@@ -55,7 +72,9 @@ Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& e) {
 }  // namespace
 
 Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions& options) {
-  ZF_ASSIGN_OR_RETURN(zip::Archive ar, zip::ReadArchive(src, options.zip));
+  Result<zip::Archive> read = zip::ReadArchive(src, options.zip);
+  if (!read.ok()) return ExplainUnsupported(read.status());
+  zip::Archive ar = std::move(read).value();
   ZF_TRY(RejectTorchScript(ar));
   if (ar.top_folder.empty()) {
     std::string first = ar.entries.empty() ? "" : ar.entries[0].name;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "zip/describe.h"
 #include "zip/format.h"
 
 namespace zerofold::zip {
@@ -20,7 +21,7 @@ Result<ExtraField> ParseExtraField(std::span<const std::byte> extra, uint64_t of
     const uint16_t id = cur.U16le().value();
     const uint16_t size = cur.U16le().value();
     if (cur.remaining() < size) {
-      return Status::Corrupt("extra field block " + std::to_string(id) + " declares " +
+      return Status::Corrupt("extra field block " + Hex(id, 4) + " declares " +
                              std::to_string(size) + " bytes, " + std::to_string(cur.remaining()) +
                              " left in the extra field")
           .WithOffset(block_offset);

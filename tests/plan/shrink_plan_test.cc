@@ -64,16 +64,19 @@ TEST_CASE("disjoint views of a bloated flat buffer get storages of their own") {
                                          {0, DType::kFloat32, {10}, {1}, 20}});
   ShrinkPlan plan = PlanShrink(ckpt).value();
   REQUIRE_EQ(plan.storages.size(), 3u);
-  CHECK_EQ(plan.storages[0].key, "0");
+  CHECK_EQ(plan.storages[0].key, "0.0");
   CHECK_EQ(plan.storages[0].begin, 40u);
   CHECK_EQ(plan.storages[0].end, 80u);
-  CHECK_EQ(plan.storages[1].key, "1");
-  CHECK_EQ(plan.storages[1].begin, 200u);
-  CHECK_EQ(plan.storages[1].end, 224u);
-  CHECK_EQ(plan.storages[2].begin, 80u);
-  CHECK_EQ(plan.storages[2].end, 120u);
+  CHECK_EQ(plan.storages[1].key, "0.1");
+  CHECK_EQ(plan.storages[1].begin, 80u);
+  CHECK_EQ(plan.storages[1].end, 120u);
+  CHECK_EQ(plan.storages[2].key, "0.2");
+  CHECK_EQ(plan.storages[2].begin, 200u);
+  CHECK_EQ(plan.storages[2].end, 224u);
   for (const ViewPlacement& v : plan.views) CHECK_EQ(v.storage_offset, 0);
-  CHECK_EQ(plan.views[2].output_storage, 2u);
+  CHECK_EQ(plan.views[0].output_storage, 0u);
+  CHECK_EQ(plan.views[1].output_storage, 2u);
+  CHECK_EQ(plan.views[2].output_storage, 1u);
   CHECK_EQ(plan.bytes_before, 400u);
   CHECK_EQ(plan.bytes_after, 40u + 24u + 40u);
   CHECK_EQ(plan.changed_storages, std::vector<uint32_t>{0});
@@ -104,10 +107,11 @@ TEST_CASE("zero-stride and strided views take their stride-aware extent") {
                                          {0, DType::kFloat32, {5}, {5}, 2}});
   ShrinkPlan plan = PlanShrink(ckpt).value();
   REQUIRE_EQ(plan.storages.size(), 2u);
-  CHECK_EQ(plan.storages[0].begin, 120u);
-  CHECK_EQ(plan.storages[0].end, 124u);
-  CHECK_EQ(plan.storages[1].begin, 8u);
-  CHECK_EQ(plan.storages[1].end, 92u);
+  CHECK_EQ(plan.storages[0].begin, 8u);
+  CHECK_EQ(plan.storages[0].end, 92u);
+  CHECK_EQ(plan.storages[1].begin, 120u);
+  CHECK_EQ(plan.storages[1].end, 124u);
+  CHECK_EQ(plan.views[0].output_storage, 1u);
 }
 
 TEST_CASE("empty views take no bytes") {
@@ -126,13 +130,43 @@ TEST_CASE("empty views take no bytes") {
   CHECK_EQ(plan.views[2].storage_offset, 0);
 }
 
-TEST_CASE("unreferenced storages are dropped and keys follow first reference") {
+TEST_CASE("unreferenced storages are dropped; output follows input record order and keeps keys") {
   torch::Checkpoint ckpt = Model({16, 16, 16}, {{2, DType::kFloat32, {4}, {1}, 0}, {0, DType::kFloat32, {4}, {1}, 0}});
+  ckpt.storages[0].data_offset = 100;
+  ckpt.storages[2].data_offset = 500;
   ShrinkPlan plan = PlanShrink(ckpt).value();
   REQUIRE_EQ(plan.storages.size(), 2u);
-  CHECK_EQ(plan.storages[0].input_storage, 2u);
-  CHECK_EQ(plan.storages[1].input_storage, 0u);
+  CHECK_EQ(plan.storages[0].input_storage, 0u);
+  CHECK_EQ(plan.storages[0].key, "0");
+  CHECK_EQ(plan.storages[1].input_storage, 2u);
+  CHECK_EQ(plan.storages[1].key, "2");
+  CHECK_EQ(plan.views[0].output_storage, 1u);
   CHECK_EQ(plan.bytes_before, 32u);
+  // Records not in string order of their keys (a rewritten archive): the
+  // output is numbered in record order instead.
+  ckpt.storages[0].data_offset = 900;
+  plan = PlanShrink(ckpt).value();
+  CHECK_EQ(plan.storages[0].input_storage, 2u);
+  CHECK_EQ(plan.storages[0].key, "0");
+  CHECK_EQ(plan.storages[1].key, "1");
+}
+
+TEST_CASE("keys: split parts sort after their storage; legacy input is numbered with equal width") {
+  // Eleven disjoint views split storage "1" into eleven parts: 1.00 .. 1.10.
+  std::vector<ViewSpec> views;
+  for (int i = 0; i < 11; ++i) views.push_back({1, DType::kFloat32, {1}, {1}, 2 * i});
+  views.push_back({0, DType::kFloat32, {1}, {1}, 0});
+  torch::Checkpoint ckpt = Model({4, 400}, views);
+  ckpt.storages[1].data_offset = 64;
+  ShrinkPlan plan = PlanShrink(ckpt).value();
+  REQUIRE_EQ(plan.storages.size(), 12u);
+  CHECK_EQ(plan.storages[0].key, "0");
+  CHECK_EQ(plan.storages[1].key, "1.00");
+  CHECK_EQ(plan.storages[11].key, "1.10");
+  ckpt.format = torch::Format::kTorchLegacy;
+  plan = PlanShrink(ckpt).value();
+  CHECK_EQ(plan.storages[0].key, "00");
+  CHECK_EQ(plan.storages[11].key, "11");
 }
 
 TEST_CASE("a view of another dtype in the same cluster keeps whole-element offsets") {

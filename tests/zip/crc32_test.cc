@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,7 +42,8 @@ TEST_CASE("CRC-32 matches published and zlib values") {
       {"100003-byte pattern", Pattern(100003), 0xF6E29940},
   };
   for (const Vector& v : kVectors) {
-    CAPTURE(v.name);
+    const std::string case_name = v.name;
+    CAPTURE(case_name);
     CHECK_EQ(Crc32(0, v.data), v.crc);
     CHECK_EQ(~internal::Crc32RegisterTable(~0u, v.data.data(), v.data.size()), v.crc);
   }

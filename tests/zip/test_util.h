@@ -10,7 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "io/cursor.h"
+#include "io/mem.h"
+#include "zip/format.h"
+#include "zip/torch_layout.h"
+#include "zip/writer.h"
 #include "zerofold/env.h"
 
 namespace zerofold::zip::testing {
@@ -86,19 +92,24 @@ class ComparingSink final : public Sink {
  public:
   explicit ComparingSink(const RandomSource* expected) : expected_(expected) {}
   Status Append(std::span<const std::byte> data) override {
-    buf_.resize(data.size());
-    Result<size_t> n = expected_->ReadAt(pos_, buf_);
-    if (!n.ok()) return n.status();
-    const bool same = *n == data.size() && std::memcmp(buf_.data(), data.data(), data.size()) == 0;
-    if (!same && mismatch_ == UINT64_MAX) {
-      for (size_t i = 0; i < data.size(); ++i) {
-        if (i >= *n || buf_[i] != data[i]) {
-          mismatch_ = pos_ + i;
-          break;
+    // Compared in cache-sized pieces.
+    constexpr size_t kPiece = 1 << 20;
+    for (size_t at = 0; at < data.size(); at += kPiece) {
+      std::span<const std::byte> piece = data.subspan(at, std::min(kPiece, data.size() - at));
+      buf_.resize(piece.size());
+      Result<size_t> n = expected_->ReadAt(pos_, buf_);
+      if (!n.ok()) return n.status();
+      const bool same = *n == piece.size() && std::memcmp(buf_.data(), piece.data(), piece.size()) == 0;
+      if (!same && mismatch_ == UINT64_MAX) {
+        for (size_t i = 0; i < piece.size(); ++i) {
+          if (i >= *n || buf_[i] != piece[i]) {
+            mismatch_ = pos_ + i;
+            break;
+          }
         }
       }
+      pos_ += piece.size();
     }
-    pos_ += data.size();
     return Status::OK();
   }
   uint64_t position() const override { return pos_; }
@@ -112,6 +123,76 @@ class ComparingSink final : public Sink {
   uint64_t mismatch_ = UINT64_MAX;
   std::string name_ = "<comparing>";
 };
+
+// A StreamSource reading a RandomSource front to back, in pieces of at most
+// max_chunk bytes.
+class RandomStream final : public StreamSource {
+ public:
+  RandomStream(const RandomSource* src, size_t max_chunk) : src_(src), max_chunk_(max_chunk) {}
+  Result<size_t> Read(std::span<std::byte> dst) override {
+    Result<size_t> n = src_->ReadAt(pos_, dst.first(std::min(dst.size(), max_chunk_)));
+    if (n.ok()) pos_ += *n;
+    return n;
+  }
+  uint64_t position() const override { return pos_; }
+  const std::string& name() const override { return src_->name(); }
+
+ private:
+  const RandomSource* src_;
+  size_t max_chunk_;
+  uint64_t pos_ = 0;
+};
+
+// A small torch-layout archive written by our Writer, and the offsets of
+// its records (from the layout rules, not from reading it).
+struct SmallArchive {
+  std::vector<std::byte> bytes;
+  std::vector<std::string> names;
+  std::vector<uint64_t> header;   // local header offsets
+  std::vector<uint64_t> data;     // data offsets
+  std::vector<uint64_t> central;  // central header offsets
+  uint64_t cd_offset = 0;
+  uint64_t cd_size = 0;
+  uint64_t zip64 = 0;    // zip64 end record
+  uint64_t locator = 0;  // zip64 locator
+  uint64_t eocd = 0;     // end record
+};
+
+inline SmallArchive BuildSmall() {
+  SmallArchive s;
+  s.names = {"arch/data.pkl", "arch/data/0", "arch/data/1", "arch/version"};
+  const size_t sizes[] = {20, 100, 40, 2};
+  io::MemSink sink;
+  Writer w(&sink);
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    std::vector<std::byte> data(sizes[i]);
+    for (size_t k = 0; k < data.size(); ++k) data[k] = std::byte(static_cast<uint8_t>(i * 31 + k));
+    s.header.push_back(w.position());
+    s.data.push_back(LayOutEntry(w.position(), s.names[i].size(), data.size()).data_offset());
+    REQUIRE(w.AddEntry(s.names[i], data).ok());
+  }
+  s.cd_offset = w.position();
+  uint64_t at = s.cd_offset;
+  for (const std::string& n : s.names) {
+    s.central.push_back(at);
+    at += kCentralFileHeaderSize + n.size();
+  }
+  s.cd_size = at - s.cd_offset;
+  REQUIRE(w.Finish().ok());
+  s.bytes = std::move(sink.bytes());
+  s.eocd = s.bytes.size() - kEndOfCentralDirSize;
+  s.locator = s.eocd - kZip64EndOfCentralDirLocatorSize;
+  s.zip64 = s.locator - kZip64EndOfCentralDirSize;
+  return s;
+}
+
+inline void Put16(std::vector<std::byte>& b, uint64_t at, uint16_t v) { io::EncodeU16le(b.data() + at, v); }
+inline void Put32(std::vector<std::byte>& b, uint64_t at, uint32_t v) { io::EncodeU32le(b.data() + at, v); }
+inline void Put64(std::vector<std::byte>& b, uint64_t at, uint64_t v) { io::EncodeU64le(b.data() + at, v); }
+inline void PutText(std::vector<std::byte>& b, uint64_t at, std::string_view text) {
+  std::span<const std::byte> t = io::AsBytes(text);
+  std::copy(t.begin(), t.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
+}
 
 }  // namespace zerofold::zip::testing
 

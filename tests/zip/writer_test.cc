@@ -77,7 +77,7 @@ TEST_CASE("the small torch fixture, with an empty storage, is reproduced") {
 }
 
 // Writes fixtures/zip/torch_zip64.*'s entries again: one of 4.25 GiB (zeros,
-// fed in 64 MiB pieces), then small ones past 4 GiB.
+// fed in 4 MiB pieces), then small ones past 4 GiB.
 TEST_CASE("a torch archive past 4 GiB is reproduced byte for byte, zip64 forms included") {
   testing::TorchZip64Source src;
   REQUIRE(src.loaded());
@@ -93,7 +93,7 @@ TEST_CASE("a torch archive past 4 GiB is reproduced byte for byte, zip64 forms i
   testing::ComparingSink out(&src);
   Writer w(&out);
   std::vector<std::pair<std::string, uint64_t>> plan;
-  std::vector<std::byte> zeros(64 << 20);
+  std::vector<std::byte> zeros(4 << 20);
   for (const Entry& e : archive->entries) {
     plan.emplace_back(e.name, e.size);
     if (&e != &big) {
@@ -140,7 +140,8 @@ TEST_CASE("zip64 header encodings match torch's at the 4 GiB boundaries") {
       {"empty past 4 GiB", 0x100000000ull, 0, false, true, 0, 12},
   };
   for (const Case& c : kCases) {
-    CAPTURE(c.name);
+    const std::string case_name = c.name;
+    CAPTURE(case_name);
     const std::string name = "a/data/0";
     EntryLayout l = LayOutEntry(c.offset, name.size(), c.size);
     CHECK_EQ(l.size_zip64, c.size_zip64);
