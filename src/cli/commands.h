@@ -9,6 +9,7 @@
 namespace zerofold::cli {
 
 int RunInspect(const std::vector<std::string>& args);
+int RunShrink(const std::vector<std::string>& args);
 
 }  // namespace zerofold::cli
 

@@ -22,7 +22,9 @@ constexpr const char* kHelp =
     "  inspect PATH...   list tensors, storages, bloat, ties and unsafe globals of\n"
     "                    torch files (zip or legacy), safetensors files, or\n"
     "                    Hugging Face model folders; --json for pipelines\n"
-
+    "  shrink IN OUT     rewrite every tensor into exactly sized storage: the\n"
+    "                    fix for sharded checkpoints that each carry whole flat\n"
+    "                    ZeRO/FSDP buffers; files or Hugging Face folders\n"
     "\n"
     "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
     "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error.\n";
@@ -46,5 +48,6 @@ int main(int argc, char** argv) {
     return zerofold::cli::kExitOk;
   }
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
+  if (command == "shrink") return zerofold::cli::RunShrink(rest);
   return zerofold::cli::UsageError("", "unknown command '" + command + "'");
 }
