@@ -11,7 +11,7 @@ load(path) -> object
     torch.load(..., weights_only=False) with stub modules standing in for every foreign global
     the pickle names (DeepSpeed is not installed). Before any load, the pickle opcodes are
     scanned (pickletools, no unpickling) and the file is refused if it names an unsafe global.
-load_info(path) -> Loaded(obj, mode, globals, stubbed)
+load_info(path) -> Loaded(obj, mode, globals, stubbed, format)
     The same, and how: mode is "weights_only" or "stubbed" (the second path; `stubbed` lists
     the globals that got stubs, possibly none, e.g. when only builtins.set blocked weights_only).
 scan(path) -> Scan(format, globals, stubbed, unsafe, problems, stub_pairs, storage_keys)
@@ -68,9 +68,9 @@ refused (torch.load would compile their code). Stub modules shadow real modules 
 name only while torch.load runs.
 """
 
+import _compat_pickle
 import collections
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -79,6 +79,8 @@ import pickletools
 import re
 import sys
 import tarfile
+import types
+import warnings
 import zipfile
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -161,7 +163,6 @@ _ALLOWED = _allowed_real_globals()
 
 def _normalize(module: str, name: str) -> Tuple[str, str]:
     """Python 2 names as pickle maps them for protocols < 3 (__builtin__ -> builtins)."""
-    import _compat_pickle
     if (module, name) in _compat_pickle.NAME_MAPPING:
         return _compat_pickle.NAME_MAPPING[(module, name)]
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
@@ -490,7 +491,6 @@ class StubObject(metaclass=_StubMeta):
 
 def _stub_modules(pairs: List[Tuple[str, str]]) -> Dict[str, Any]:
     """Stub modules (parents included) holding a stub class for each (module, name)."""
-    import types
     modules: Dict[str, Any] = {}
 
     def module(name: str):
@@ -550,7 +550,6 @@ def load_info(path: str) -> Loaded:
     s = scan(path)
     if s.problems:
         raise UnsafeFile(path, s.unsafe, s.problems)
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
