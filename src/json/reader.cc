@@ -271,6 +271,9 @@ Result<Value> Parser::Run() {
       case '[': {
         const bool is_object = At(pos_) == '{';
         if (stack.size() >= options_.max_depth) {
+          if (options_.depth_is_format_rule) {
+            return Error(pos_, "nesting deeper than " + std::to_string(options_.max_depth));
+          }
           return std::move(Status::Limit("JSON: nesting deeper than " +
                                          std::to_string(options_.max_depth) +
                                          " (ParseOptions::max_depth)")

@@ -30,6 +30,9 @@ struct ParseOptions {
   // Deepest nesting of arrays and objects accepted (a scalar document has
   // depth 0, `[[]]` depth 2). 128 is serde_json's default recursion limit.
   uint32_t max_depth = 128;
+  // How deeper nesting fails: kLimit (a caller's limit, which a flag may
+  // raise) or, when the format itself caps nesting, kCorrupt.
+  bool depth_is_format_rule = false;
   // Largest document accepted, in bytes; checked before parsing.
   uint64_t max_bytes = uint64_t{256} << 20;
   // Most values (scalars and containers; keys not counted) accepted. Bounds

@@ -285,12 +285,20 @@ Result<File> ParseHeader(std::span<const std::byte> header, std::optional<uint64
   }
   json::ParseOptions jopts;
   jopts.max_depth = kJsonMaxNesting;
+  jopts.depth_is_format_rule = true;  // the reference refuses deeper headers too
   jopts.max_bytes = n;
   jopts.max_values = options.max_header_values;
   Result<json::Value> parsed = json::Parse(text, jopts, kHeaderLengthSize);
   if (!parsed.ok()) {
     const Status& js = parsed.status();
-    return HeaderError(js.code(), "InvalidHeaderDeserialization", js.message(), js.offset());
+    if (js.code() == Code::kLimit) {  // only max_values can be hit: zerofold's own limit
+      Status s = Status::Limit("header has more than " +
+                               std::to_string(options.max_header_values) +
+                               " JSON values (ReadOptions::max_header_values)");
+      s.WithRecord(kHeaderRecord).WithOffset(js.offset());
+      return s;
+    }
+    return Corrupt("InvalidHeaderDeserialization", js.message(), js.offset());
   }
   const json::Value& root = *parsed;
   if (!root.is_object()) {

@@ -11,7 +11,8 @@
 //   InvalidHeaderLength           8 + N past the end of the file      @ 0
 //   InvalidHeader                 header not UTF-8                    @ the bad byte
 //   InvalidHeaderDeserialization  not JSON, not an object, a field of the
-//                                 wrong type, an unknown dtype         @ the value
+//                                 wrong type, an unknown dtype, nesting
+//                                 past serde_json's 127 levels         @ the value
 //   InvalidOffset                 data_offsets do not start where the
 //                                 previous tensor (in offset order) ended @ data_offsets
 //   ValidationOverflow            shape product x bits overflows      @ shape
@@ -19,7 +20,9 @@
 //   TensorInvalidInfo             end - begin != shape x dtype size   @ data_offsets
 //   MetadataIncompleteBuffer      the last end is not the buffer size @ where the
 //                                 buffer should end, or the file's end if sooner
-// All are kCorrupt except where noted. What the reference accepts, this
+// All are kCorrupt except where noted. A header with more JSON values than
+// ReadOptions::max_header_values is kLimit (zerofold's own memory bound; the
+// message names no reference error). What the reference accepts, this
 // accepts: JSON whitespace before and after the object (its InvalidHeaderStart
 // check is disabled), members in any order, unknown fields in a tensor entry
 // (ignored), `"__metadata__": null`, a tensor entry written as the array
@@ -61,7 +64,7 @@ struct ReadOptions {
 struct TensorInfo {
   std::string name;
   Dtype dtype = Dtype::BOOL;
-  // The matching torch dtype; nullopt for F4, F6_E2M3, F6_E3M2, F8_E8M0.
+  // The matching torch dtype (ToTorch); nullopt for F4, F6_E2M3, F6_E3M2.
   std::optional<torch::DType> torch_dtype;
   std::vector<uint64_t> shape;  // [] is a scalar
   uint64_t begin = 0;           // data_offsets, relative to the byte buffer

@@ -26,22 +26,30 @@ struct TensorMeta {
   std::vector<int64_t> stride;
   std::string storage;         // the storage key within its file ("0", "7")
   int64_t storage_offset = 0;
+
+  bool operator==(const TensorMeta&) const = default;
 };
 
 struct NamedShape {
   std::string name;
   std::vector<int64_t> shape;
+
+  bool operator==(const NamedShape&) const = default;
 };
 
 struct NamedTensor {
   std::string name;
   TensorMeta tensor;
+
+  bool operator==(const NamedTensor&) const = default;
 };
 
 // shared_params entry: `name` holds no data of its own; it is `owner`.
 struct SharedParam {
   std::string name;
   std::string owner;
+
+  bool operator==(const SharedParam&) const = default;
 };
 
 // param_slice_mappings entry: the param's fragment within this rank's
@@ -50,6 +58,8 @@ struct SliceMapping {
   std::string name;
   int64_t start = 0;
   int64_t numel = 0;
+
+  bool operator==(const SliceMapping&) const = default;
 };
 
 // One *_model_states.pt.
@@ -64,6 +74,8 @@ struct ModelStates {
   bool has_optimizer = false;        // `optimizer` is not None (ZeRO-0 keeps it here)
   std::optional<int64_t> dp_world_size;
   std::string ds_version;
+
+  bool operator==(const ModelStates&) const = default;
 };
 
 enum class Fp32GroupsKey : uint8_t {
@@ -83,6 +95,8 @@ struct OptimStates {
   std::vector<TensorMeta> fp32_groups;   // this rank's fp32 partition, per group
   std::optional<std::vector<int64_t>> group_paddings;
   std::optional<std::vector<std::vector<SliceMapping>>> param_slice_mappings;  // per group
+
+  bool operator==(const OptimStates&) const = default;
 };
 
 struct ZeroCheckpoint {
@@ -90,6 +104,8 @@ struct ZeroCheckpoint {
   // rank order.
   std::vector<ModelStates> model_states;
   std::vector<OptimStates> optim_states;  // in rank order
+
+  bool operator==(const ZeroCheckpoint&) const = default;
 };
 
 }  // namespace zerofold::zero

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "io/checked_math.h"
+#include "torch/checkpoint.h"
 
 namespace zerofold::zero {
 
@@ -30,15 +31,6 @@ namespace {
 // nccl_start_alignment_factor x world size (stage_1_and_2.py, bf16_optimizer.py).
 constexpr uint64_t kNcclStartAlignmentFactor = 2;
 
-std::string Join(const std::vector<int64_t>& v) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(v[i]);
-  }
-  return out + "]";
-}
-
 Status Corrupt(std::string message, std::string_view file, std::string_view record = {}) {
   Status s = Status::Corrupt(std::move(message));
   s.WithPath(file);
@@ -53,7 +45,7 @@ Result<uint64_t> Numel(const std::vector<int64_t>& shape, std::string_view what,
   for (int64_t d : shape) {
     std::optional<uint64_t> m;
     if (d >= 0) m = io::CheckedMul<uint64_t>(n, static_cast<uint64_t>(d));
-    if (!m) return Corrupt(std::string(what) + " has shape " + Join(shape) + ": " +
+    if (!m) return Corrupt(std::string(what) + " has shape " + torch::ShapeText(shape) + ": " +
                                (d < 0 ? "negative size" : "element count overflows"),
                            file, record);
     n = *m;
@@ -137,8 +129,8 @@ class EndToEnd {
 Status CheckSource(const TensorMeta& t, uint64_t len, std::string_view what, std::string_view file,
                    std::string_view record, Code not_contiguous) {
   if (!IsContiguous(t)) {
-    std::string m = std::string(what) + " is not contiguous (shape " + Join(t.shape) + ", stride " +
-                    Join(t.stride) + ")";
+    std::string m = std::string(what) + " is not contiguous (shape " + torch::ShapeText(t.shape) + ", stride " +
+                    torch::ShapeText(t.stride) + ")";
     Status s = not_contiguous == Code::kCorrupt ? Status::Corrupt(m) : Status::Unsupported(m);
     s.WithPath(file);
     if (!record.empty()) s.WithRecord(record);
@@ -155,7 +147,7 @@ Status CheckSource(const TensorMeta& t, uint64_t len, std::string_view what, std
 Result<uint64_t> CheckPartition(const TensorMeta& t, std::string_view what, std::string_view file) {
   ZF_ASSIGN_OR_RETURN(uint64_t n, Numel(t.shape, what, file, {}));
   if (t.shape.size() != 1) {
-    return Corrupt(std::string(what) + " is not a flat 1-D tensor (shape " + Join(t.shape) + ")", file);
+    return Corrupt(std::string(what) + " is not a flat 1-D tensor (shape " + torch::ShapeText(t.shape) + ")", file);
   }
   if (!IsFloating(t.dtype)) return Corrupt(std::string(what) + " is not floating point", file);
   ZF_TRY(CheckSource(t, n, what, file, {}, Code::kCorrupt));
@@ -274,7 +266,7 @@ Status Planner::CheckRanks() {
     for (int64_t pc : o.partition_count) {
       if (pc != o.partition_count[0]) {
         Status s = Status::Unsupported("param groups partitioned over different world sizes (partition_count " +
-                                       Join(o.partition_count) + "): MoE expert groups are not supported");
+                                       torch::ShapeText(o.partition_count) + "): MoE expert groups are not supported");
         return s.WithPath(o.file);
       }
     }
@@ -368,7 +360,7 @@ Status Planner::PlanStage12Params() {
   for (const OptimStates& o : optim) {
     if (o.fp32_groups.size() != groups || o.partition_count.size() != groups) {
       return Corrupt("rank " + std::to_string(o.rank) + " has " + std::to_string(o.fp32_groups.size()) +
-                         " fp32 partitions and partition_count " + Join(o.partition_count) + ", param_shapes has " +
+                         " fp32 partitions and partition_count " + torch::ShapeText(o.partition_count) + ", param_shapes has " +
                          std::to_string(groups) + " param groups",
                      o.file);
     }
@@ -661,7 +653,7 @@ Status Planner::PlanFrozen() {
           parts.push_back(Part{r, &frag, len});
         }
         if (total < n) {
-          return Corrupt("frozen param " + f.name + " " + Join(f.shape) + " needs " + std::to_string(n) +
+          return Corrupt("frozen param " + f.name + " " + torch::ShapeText(f.shape) + " needs " + std::to_string(n) +
                              " elements, the ranks' fragments hold " + std::to_string(total),
                          ms().file, f.name);
         }
@@ -683,8 +675,8 @@ Status Planner::PlanFrozen() {
         }
         ZF_ASSIGN_OR_RETURN(uint64_t len, Numel(frag->shape, "fragment of " + f.name, ms().file, f.name));
         if (len != n) {
-          return Corrupt("frozen param " + f.name + " has shape " + Join(f.shape) + " but its fragment has " +
-                             Join(frag->shape),
+          return Corrupt("frozen param " + f.name + " has shape " + torch::ShapeText(f.shape) + " but its fragment has " +
+                             torch::ShapeText(frag->shape),
                          ms().file, f.name);
         }
         ZF_TRY(CheckSource(*frag, len, "frozen param " + f.name, ms().file, f.name, Code::kUnsupported));

@@ -11,8 +11,12 @@ Status CheckEntryName(std::string_view name) {
   if (name.front() == '/') return Status::Corrupt("entry name " + Quote(name) + " is an absolute path");
   if (name.find('\\') != std::string_view::npos)
     return Status::Corrupt("entry name " + Quote(name) + " contains a backslash");
-  if (name.find('\0') != std::string_view::npos)
-    return Status::Corrupt("entry name " + Quote(name) + " contains a NUL byte");
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return Status::Corrupt("entry name " + Quote(name) + " contains a control character");
+    }
+  }
   size_t start = 0;
   while (start < name.size()) {
     size_t slash = name.find('/', start);

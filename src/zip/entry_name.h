@@ -11,7 +11,8 @@
 namespace zerofold::zip {
 
 // OK when `name` is a canonical relative path: not empty, no leading '/',
-// no '\\' (a DOS separator), no NUL byte, and no empty, "." or ".."
+// no '\\' (a DOS separator), no control character (NUL, newline, ...:
+// names appear in one-line error messages), and no empty, "." or ".."
 // component (a single trailing '/' marks a folder entry and is allowed).
 // Otherwise kCorrupt naming the rule; the caller adds record and offset.
 Status CheckEntryName(std::string_view name);

@@ -5,6 +5,8 @@ import os
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
 NOT_CHECKPOINTS = (".json", ".md", ".log", ".py", "/latest")
+# Folders of checkpoint fixtures; the others (pickle/, zip/, ...) hold unit-test inputs.
+CHECKPOINT_FOLDERS = ("torch", "hf", "deepspeed", "bad")
 
 
 def checkpoint_files():
@@ -13,6 +15,8 @@ def checkpoint_files():
     for dirpath, _, files in os.walk(FIXTURES):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), FIXTURES)
+            if rel.split(os.sep)[0] not in CHECKPOINT_FOLDERS:
+                continue
             if not rel.endswith(NOT_CHECKPOINTS) and "__pycache__" not in rel:
                 out.append(rel)
     return sorted(out)

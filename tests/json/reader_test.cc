@@ -187,6 +187,11 @@ TEST_CASE("json limits: depth, size, value count") {
   CHECK_EQ(r.status().offset(), 53u);
   CHECK(Parse("{\"a\":{\"b\":{\"c\":1}}}", opts).ok());
   CHECK_EQ(Parse("{\"a\":{\"b\":{\"c\":{}}}}", opts).status().code(), Code::kLimit);
+  opts.depth_is_format_rule = true;
+  r = Parse("[[[[1]]]]", opts, 50);
+  CHECK_EQ(r.status().code(), Code::kCorrupt);
+  CHECK_EQ(r.status().offset(), 53u);
+  CHECK_EQ(r.status().message(), "JSON: nesting deeper than 3");
 
   opts = ParseOptions();
   opts.max_bytes = 4;

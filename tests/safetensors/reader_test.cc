@@ -235,7 +235,7 @@ TEST_CASE("safetensors rejects bad headers at the exact offset, naming the refer
       {"nesting past serde_json's limit",
        R"({"t":{"dtype":"U8","shape":[0],"data_offsets":[0,0],"x":)" + std::string(125, '[') +
            "@[" + std::string(126, ']') + "}}",
-       0, Code::kLimit, "InvalidHeaderDeserialization"},
+       0, Code::kCorrupt, "InvalidHeaderDeserialization"},
   };
   for (const BadHeader& c : kBad) {
     INFO(c.name);
@@ -324,6 +324,10 @@ TEST_CASE("safetensors header size limit is kLimit when the file really holds th
   opts.max_header_values = 2;
   f = ParseFile(File(header, 0), opts);
   CHECK_EQ(f.status().code(), Code::kLimit);
+  CHECK_EQ(f.status().offset(), 8 + 21u);  // the third value, "b"
+  CHECK_EQ(f.status().record(), "header");
+  CHECK_EQ(f.status().message(),
+           "header has more than 2 JSON values (ReadOptions::max_header_values)");
   opts.max_header_values = 3;
   CHECK(ParseFile(File(header, 0), opts).ok());
 }
@@ -424,8 +428,13 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
   CHECK_EQ(ToTorch(Dtype::F8_E4M3), torch::DType::kFloat8E4M3FN);
   CHECK_EQ(ToTorch(Dtype::F8_E5M2), torch::DType::kFloat8E5M2);
   CHECK_EQ(ToTorch(Dtype::C64), torch::DType::kComplex64);
-  CHECK_FALSE(ToTorch(Dtype::F8_E8M0).has_value());
+  CHECK_EQ(ToTorch(Dtype::F8_E8M0), torch::DType::kFloat8E8M0FNU);
+  CHECK_EQ(ToTorch(Dtype::BOOL), torch::DType::kBool);
+  CHECK_EQ(ToTorch(Dtype::U16), torch::DType::kUInt16);
   CHECK_FALSE(ToTorch(Dtype::F4).has_value());
+  CHECK_FALSE(ToTorch(Dtype::F6_E2M3).has_value());
+  CHECK_FALSE(ToTorch(Dtype::F6_E3M2).has_value());
+  CHECK_FALSE(FromTorch(torch::DType::kFloat4E2M1FNx2).has_value());
   CHECK_FALSE(FromTorch(torch::DType::kComplex128).has_value());
   CHECK_FALSE(FromTorch(torch::DType::kFloat8E4M3FNUZ).has_value());
   for (size_t i = 0; i < kDtypeCount; ++i) {
@@ -433,10 +442,70 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
     INFO(DtypeCode(d));
     CHECK_EQ(Info(d).dtype, d);
     CHECK_EQ(ParseDtype(DtypeCode(d)), d);
-    if (std::optional<torch::DType> t = ToTorch(d)) CHECK_EQ(FromTorch(*t), d);
+    if (std::optional<torch::DType> t = ToTorch(d)) {
+      CHECK_EQ(FromTorch(*t), d);
+      // Same element size where both count whole bytes.
+      CHECK_EQ(torch::Info(*t).itemsize * 8, Info(d).bits);
+    }
+  }
+  // Every torch dtype with a safetensors code maps back to it.
+  for (const torch::DTypeInfo& info : torch::AllDTypes()) {
+    INFO(info.name);
+    if (info.safetensors.empty()) {
+      CHECK_FALSE(FromTorch(info.dtype).has_value());
+    } else {
+      REQUIRE(FromTorch(info.dtype).has_value());
+      CHECK_EQ(DtypeCode(*FromTorch(info.dtype)), info.safetensors);
+      CHECK_EQ(ToTorch(*FromTorch(info.dtype)), info.dtype);
+    }
   }
   CHECK_FALSE(ParseDtype("F8_E4M3FN").has_value());
   CHECK_FALSE(ParseDtype("").has_value());
+}
+
+}  // namespace
+}  // namespace zerofold::safetensors
+
+namespace zerofold::safetensors {
+namespace {
+
+// Every single-byte change to a valid file either parses to a consistent
+// result or fails as corrupt or limit in the header: never a crash, and never
+// a result whose tensors leave the file.
+TEST_CASE("safetensors single-byte mutations fail cleanly or stay consistent") {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"U8","shape":[3],"data_offsets":[8,11]},"c":{"dtype":"F4","shape":[2],"data_offsets":[11,12]}} )";
+  const std::vector<std::byte> valid = testing::File(header, 12);
+  REQUIRE(ParseFile(valid).ok());
+  const unsigned char kValues[] = {0x00, 0x01, 0x09, 0x20, '"', ',', '-', '.', '0', '1', '9', ':',
+                                   '[', ']', '{', '}', 'e', 0x7f, 0x80, 0xc3, 0xff};
+  size_t parsed = 0;
+  for (size_t pos = 0; pos < valid.size(); ++pos) {
+    for (unsigned char v : kValues) {
+      if (valid[pos] == std::byte(v)) continue;
+      std::vector<std::byte> bytes = valid;
+      bytes[pos] = std::byte(v);
+      Result<safetensors::File> f = ParseFile(bytes);
+      if (!f.ok()) {
+        const Status& s = f.status();
+        if (s.code() != Code::kCorrupt && s.code() != Code::kLimit) FAIL(s.ToString());
+        if (s.record() != "header" || s.offset() > bytes.size()) FAIL(s.ToString());
+        continue;
+      }
+      ++parsed;
+      uint64_t next = 0;
+      for (const TensorInfo& t : f->tensors) {
+        if (t.begin != next || t.end < t.begin) FAIL("tensors do not tile: " << t.name);
+        if (t.data_offset != f->data_start + t.begin) FAIL("bad data_offset: " << t.name);
+        if (f->Find(t.name) != &t) FAIL("Find misses " << t.name);
+        next = t.end;
+      }
+      if (f->data_start + next != bytes.size() || f->file_size != bytes.size()) FAIL("size");
+    }
+  }
+  // Some mutations keep the file valid (a digit of a name, a space of padding).
+  CHECK_GT(parsed, 0u);
 }
 
 }  // namespace
