@@ -1,6 +1,53 @@
+// zerofold: command dispatch and top-level help.
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
-int main(int, char**) {
-  std::puts("zerofold");
-  return 0;
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/report.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+constexpr const char* kHelp =
+    "zerofold: read and rewrite PyTorch checkpoints and safetensors files,\n"
+    "without Python. Pickles are interpreted, never executed.\n"
+    "\n"
+    "usage: zerofold COMMAND [FLAGS] ARGS...\n"
+    "\n"
+    "commands:\n"
+    "  inspect PATH...   list tensors, storages, bloat, ties and unsafe globals of\n"
+    "                    torch files (zip or legacy), safetensors files, or\n"
+    "                    Hugging Face model folders; --json for pipelines\n"
+    "  shrink IN OUT     rewrite every tensor into exactly sized storage: the\n"
+    "                    fix for sharded checkpoints that each carry whole flat\n"
+    "                    ZeRO/FSDP buffers; files or Hugging Face folders\n"
+    "\n"
+    "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
+    "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kHelp, stderr);
+    return zerofold::cli::kExitUsage;
+  }
+  const std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kHelp, stdout);
+    return zerofold::cli::kExitOk;
+  }
+  if (command == "--version") {
+    std::printf("zerofold %s\n", kVersion);
+    return zerofold::cli::kExitOk;
+  }
+  if (command == "inspect") return zerofold::cli::RunInspect(rest);
+  if (command == "shrink") return zerofold::cli::RunShrink(rest);
+  return zerofold::cli::UsageError("", "unknown command '" + command + "'");
 }

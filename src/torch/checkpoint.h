@@ -4,10 +4,32 @@
 // Built from a torch zip archive or the legacy (torch < 1.6) format by
 // ReadCheckpoint. Reads only the container's directory and the pickle(s):
 // storage bytes are located, never read.
+//
+// Patching (for writers that move views, e.g. shrink). Every tensor view is a
+// rebuild call in the graph whose argument tuple `Tensor::args` starts with
+// (storage pid, storage_offset, size, stride, ...):
+//   - args item 0 is `Tensor::pid`, a kPersId node whose value is the tuple
+//     ('storage', class, key, location, numel[, view_metadata]). To move the
+//     view to another storage, build a new pid tuple (new key; numel in
+//     elements of the class, or in bytes for torch.UntypedStorage, see
+//     ParseStoragePid in torch/tensor_recognizer.h) and a new kPersId node,
+//     and ReplaceItem(args, 0, new_pid). Do not edit the old pid tuple in
+//     place: other tensors may share it.
+//   - args item 1 is the storage offset in elements of the tensor's dtype:
+//     ReplaceItem(args, 1, graph.AddInt(new_offset)).
+// A node reached by two paths (a tied weight) appears as two Tensors with the
+// same `node`, `rebuild` and `args`: patch each args tuple once. Two views of
+// one storage have different args tuples and both must be patched.
+// Storage::pid_node is only the first pid naming the storage; every pid that
+// names a key is found by scanning the graph's kPersId nodes.
+//
+// Thread safety: a Checkpoint is a value; ReadCheckpoint is thread-safe for
+// distinct sources.
 #ifndef ZEROFOLD_TORCH_CHECKPOINT_H_
 #define ZEROFOLD_TORCH_CHECKPOINT_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,8 +47,9 @@ std::string_view FormatName(Format format);  // "torch-zip", "torch-legacy"
 
 struct Storage {
   std::string key;          // "0", or a legacy decimal address
-  DType dtype;              // element type of the storage class (UntypedStorage: the tensor's dtype)
-  uint64_t nbytes = 0;      // declared size in bytes (numel x itemsize)
+  DType dtype;              // element type of the storage class (UntypedStorage: the first tensor's dtype)
+  bool untyped = false;     // the pid class is torch.UntypedStorage: its numel counts bytes
+  uint64_t nbytes = 0;      // declared size in bytes (numel x itemsize; untyped: numel)
   std::string location;     // "cpu", "cuda:0", ...
   std::string record;       // "archive/data/0", or "storage KEY" for legacy input
   uint64_t data_offset = 0; // absolute offset of the first byte in the file
@@ -36,11 +59,17 @@ struct Storage {
 
 // One step of a tensor's path from the root: a dict key (str or int), a
 // list/tuple index, or an attribute of a symbolic object ("state"/"args").
+// Dict keys of other kinds (None, bool, float, tuple) become kStrKey with
+// their Python repr ("None", "True", "(1, 2)").
 struct PathElem {
   enum class Type : uint8_t { kStrKey, kIntKey, kIndex, kAttr } type;
   std::string str;    // kStrKey, kAttr
   int64_t num = 0;    // kIntKey, kIndex
 };
+
+// The path elements joined with "." (str keys and attributes as they are,
+// int keys and indices in decimal). "" for the root itself.
+std::string JoinPath(std::span<const PathElem> path);
 
 struct Tensor {
   std::string name;              // path joined with "."
@@ -55,9 +84,15 @@ struct Tensor {
   bool quantized = false;
   pickle::NodeId node = pickle::kNoNode;     // node the path reaches (Parameter or tensor)
   pickle::NodeId rebuild = pickle::kNoNode;  // the _rebuild_tensor* object node
+  // The tuple (storage, storage_offset, size, stride, ...) the rebuild call
+  // takes: item 0 is `pid`, item 1 the offset (see "Patching" above).
+  pickle::NodeId args = pickle::kNoNode;
+  pickle::NodeId pid = pickle::kNoNode;      // the kPersId node naming the storage
 
-  uint64_t numel() const;  // product of shape (0 if any dim is 0)
-  uint64_t nbytes() const; // numel x itemsize
+  // Product of shape (0 if any dim is 0), saturating at UINT64_MAX.
+  // ReadCheckpoint guarantees numel() x itemsize fits in int64.
+  uint64_t numel() const;
+  uint64_t nbytes() const; // numel x itemsize, saturating
 };
 
 // Half-open byte range [begin, end) within a storage.
@@ -69,13 +104,24 @@ struct ByteRange {
 // The stride-aware byte extent of a view: from offset to
 // offset + sum((size_i - 1) * stride_i) + 1 elements, times itemsize.
 // Empty tensors (a zero dim) have no extent: returns an empty range {0, 0}.
-// kCorrupt for negative strides, sizes or offsets, or arithmetic overflow.
+// kCorrupt for negative strides, sizes or offsets, a size/stride count
+// mismatch, or arithmetic overflow; ViewExtent names the tensor as record.
 Result<ByteRange> ViewExtent(const Tensor& tensor);
+Result<ByteRange> ExtentOf(std::span<const int64_t> shape, std::span<const int64_t> stride,
+                           int64_t storage_offset, uint32_t itemsize);
+
+// "[2, 3]": a shape or stride as torch prints it, for messages.
+std::string ShapeText(std::span<const int64_t> shape);
 
 struct ReadOptions {
   pickle::DecodeLimits pickle;
   zip::ReadOptions zip;
   uint64_t max_pickle_bytes = 1ull << 32;  // data.pkl held in memory; --max-pickle-bytes
+  // Graph nodes visited while naming tensors (a node reached by k paths
+  // counts k times); more is kLimit. Raise with --max-graph-visits.
+  uint64_t max_graph_visits = 1ull << 26;
+  // Steps in one tensor's path; more is kLimit. Raise with --max-path-depth.
+  uint32_t max_path_depth = 10000;
 };
 
 struct Checkpoint {
@@ -94,10 +140,22 @@ struct Checkpoint {
   uint64_t pickle_size = 0;
 };
 
-// Reads a torch file. kCorrupt/kUnsupported name the record and offset:
-// TorchScript archives (constants.pkl, code/), the "PYTORCH1" preview format,
-// a storage record shorter than its declared bytes, a view that leaves its
-// storage, big-endian data. Unsafe globals are listed, not refused.
+// Checks that every storage's record holds its declared bytes and every
+// tensor's view lies inside its storage (and has fewer than 2^63 bytes).
+// kCorrupt names the record or the tensor. ReadCheckpoint calls it; writers
+// may call it on a patched model.
+Status CheckViews(const Checkpoint& ckpt);
+
+// Reads a torch file. Errors name the record and offset:
+//   kUnsupported  TorchScript archives (constants.pkl, code/), the "PYTORCH1"
+//                 preview format, the oldest (tar) format, legacy storage
+//                 views (view metadata, torch < 0.4);
+//   kCorrupt      a storage record shorter than its declared bytes, a pid
+//                 whose key has no record, a storage declared twice with
+//                 different types or sizes, a view that leaves its storage
+//                 (record: the tensor name), a file that is no torch file.
+// Big-endian archives (byteorder "big") are read and flagged in big_endian;
+// their data is not byte-swapped. Unsafe globals are listed, not refused.
 Result<Checkpoint> ReadCheckpoint(const RandomSource& src, const ReadOptions& options = {});
 
 }  // namespace zerofold::torch

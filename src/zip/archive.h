@@ -46,8 +46,15 @@ struct Archive {
   // Empty when entries do not share one top folder.
   std::string top_folder;
 
-  // The entry "<top_folder>/<relative>", or nullptr.
+  // Indices into `entries`, sorted by name; ReadArchive fills it. When it
+  // does not match `entries` (an Archive built by hand), Find scans.
+  std::vector<size_t> by_name;
+
+  // The entry "<top_folder>/<relative>" (just "<relative>" when top_folder
+  // is empty), or nullptr. O(log n) after ReadArchive.
   const Entry* Find(std::string_view relative) const;
+  // The entry with this full name, or nullptr.
+  const Entry* FindFullName(std::string_view name) const;
 };
 
 // Reads the end records and the central directory, then each local header
@@ -55,8 +62,14 @@ struct Archive {
 // offset and, once known, the entry name as record.
 Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options = {});
 
+// ReadArchive over bytes in memory (tests, fuzzers, small archives).
+// Offsets in the result index `bytes`.
+Result<Archive> ReadArchiveBytes(std::span<const std::byte> bytes, const ReadOptions& options = {});
+
 // Reads an entry whole into memory and checks its CRC-32 against the central
-// directory. REQUIRES: entry belongs to an archive read from src.
+// directory. kLimit when entry.size > max_bytes; kCorrupt (record = the
+// entry's name, offset = its data offset) on a CRC mismatch.
+// REQUIRES: entry belongs to an archive read from src.
 Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
                                          uint64_t max_bytes);
 

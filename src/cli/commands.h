@@ -1,0 +1,16 @@
+// One function per command: takes the arguments after the command name,
+// returns the process exit code (exit_codes.h).
+#ifndef ZEROFOLD_CLI_COMMANDS_H_
+#define ZEROFOLD_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace zerofold::cli {
+
+int RunInspect(const std::vector<std::string>& args);
+int RunShrink(const std::vector<std::string>& args);
+
+}  // namespace zerofold::cli
+
+#endif  // ZEROFOLD_CLI_COMMANDS_H_

@@ -1,0 +1,33 @@
+// The CLI's exit codes: a closed table, part of the interface (append only).
+#ifndef ZEROFOLD_CLI_EXIT_CODES_H_
+#define ZEROFOLD_CLI_EXIT_CODES_H_
+
+#include "zerofold/status.h"
+
+namespace zerofold::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 1;  // corrupt, unsupported, unsafe, limit, not found input record
+constexpr int kExitUsage = 2;     // bad flags or arguments
+constexpr int kExitIO = 3;        // the system failed a read or write
+constexpr int kExitInternal = 4;  // a zerofold bug
+
+// The exit code for a Status; the worst of several is their maximum.
+inline int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk: return kExitOk;
+    case Code::kCorrupt:
+    case Code::kUnsupported:
+    case Code::kUnsafe:
+    case Code::kLimit: return kExitBadInput;
+    case Code::kInvalidArgument: return kExitUsage;
+    case Code::kNotFound:
+    case Code::kIO: return kExitIO;
+    case Code::kInternal: return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+}  // namespace zerofold::cli
+
+#endif  // ZEROFOLD_CLI_EXIT_CODES_H_

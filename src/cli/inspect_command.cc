@@ -1,0 +1,133 @@
+// zerofold inspect PATH... [--json]
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/json_output.h"
+#include "cli/progress.h"
+#include "cli/report.h"
+#include "model/hf_folder.h"
+#include "model/listing.h"
+#include "zerofold/env.h"
+
+namespace zerofold::cli {
+
+namespace {
+
+constexpr const char* kInspectHelp =
+    "usage: zerofold inspect [--json] PATH...\n"
+    "\n"
+    "Lists what checkpoint files hold, reading only their directories and\n"
+    "pickles (or safetensors headers), never the tensor bytes: one line per\n"
+    "tensor (name, dtype, shape, stride, storage, offset, bytes), then per file\n"
+    "the bytes stored in storages, the bytes their views reference, the bloat\n"
+    "ratio, tied tensors and unsafe globals (globals that would run code if\n"
+    "torch.load unpickled the file; zerofold never runs them).\n"
+    "\n"
+    "PATH is a torch file (zip or legacy format), a safetensors file, or a\n"
+    "Hugging Face model folder (pytorch_model.bin.index.json,\n"
+    "model.safetensors.index.json, pytorch_model.bin, model.safetensors).\n"
+    "\n"
+    "flags:\n";
+
+const std::vector<FlagSpec> kInspectFlags = {
+    {"json", false, "print one JSON document (schema in README.md)"},
+    {"max-pickle-depth", true, "nesting limit for pickles (default 1000)", "N"},
+    {"max-pickle-memo", true, "memo entry limit for pickles (default 67108864)", "N"},
+    {"help", false, "show this help"},
+};
+
+std::string Dims(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+void PrintHuman(const model::Listing& l) {
+  std::printf("%s (%s)\n", l.path.c_str(), std::string(model::FileFormatName(l.format)).c_str());
+  size_t w = 4;
+  for (const model::TensorInfo& t : l.tensors) w = std::max(w, t.name.size());
+  if (w > 60) w = 60;
+  std::printf("  %-*s %-9s %-16s %-16s %-8s %10s %12s\n", static_cast<int>(w), "name", "dtype", "shape", "stride",
+              "storage", "offset", "bytes");
+  for (const model::TensorInfo& t : l.tensors) {
+    std::printf("  %-*s %-9s %-16s %-16s %-8s %10lld %12llu%s\n", static_cast<int>(w), t.name.c_str(), t.dtype.c_str(),
+                Dims(t.shape).c_str(), Dims(t.stride).c_str(), t.storage.c_str(), static_cast<long long>(t.offset),
+                static_cast<unsigned long long>(t.nbytes), t.quantized ? "  (quantized)" : "");
+  }
+  double ratio = l.referenced_bytes ? static_cast<double>(l.stored_bytes) / static_cast<double>(l.referenced_bytes) : 1.0;
+  std::printf("  %zu tensors in %zu storages: stored %s, referenced %s: %.2fx\n", l.tensors.size(), l.storages.size(),
+              HumanBytes(l.stored_bytes).c_str(), HumanBytes(l.referenced_bytes).c_str(), ratio);
+  for (const std::vector<std::string>& group : l.tied) {
+    std::string line;
+    for (size_t i = 0; i < group.size(); ++i) line += (i ? " = " : "") + group[i];
+    std::printf("  tied: %s\n", line.c_str());
+  }
+  if (!l.unsafe_globals.empty()) {
+    std::string line;
+    for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + l.unsafe_globals[i];
+    std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
+  }
+}
+
+}  // namespace
+
+int RunInspect(const std::vector<std::string>& argv) {
+  Result<ParsedArgs> parsed = ParseArgs(argv, kInspectFlags);
+  if (!parsed.ok()) return UsageError("inspect", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    std::fputs(kInspectHelp, stdout);
+    std::fputs(FlagHelp(kInspectFlags).c_str(), stdout);
+    return kExitOk;
+  }
+  if (args.positionals.empty()) return UsageError("inspect", "needs at least one PATH");
+  model::ListOptions options;
+  if (auto v = args.Value("max-pickle-depth")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok() || *n > UINT32_MAX) return UsageError("inspect", "--max-pickle-depth needs a number");
+    options.torch.pickle.max_depth = static_cast<uint32_t>(*n);
+  }
+  if (auto v = args.Value("max-pickle-memo")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok()) return UsageError("inspect", "--max-pickle-memo needs a number");
+    options.torch.pickle.max_memo = *n;
+  }
+  const bool as_json = args.Has("json");
+  Env* env = Env::Default();
+  int worst = kExitOk;
+  JsonFiles json_files;
+  bool first = true;
+  for (const std::string& path : args.positionals) {
+    Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
+    if (!files.ok()) {
+      PrintError(files.status());
+      worst = std::max(worst, ExitCodeFor(files.status()));
+      json_files.AddError(path, files.status());
+      continue;
+    }
+    for (const std::string& file : files->files) {
+      Result<model::Listing> listing = model::ListFile(env, file, options);
+      if (!listing.ok()) {
+        PrintError(listing.status());
+        worst = std::max(worst, ExitCodeFor(listing.status()));
+        json_files.AddError(file, listing.status());
+        continue;
+      }
+      if (as_json) {
+        json_files.Add(*listing);
+      } else {
+        if (!first) std::printf("\n");
+        first = false;
+        PrintHuman(*listing);
+      }
+    }
+  }
+  if (as_json) std::fputs(json_files.Finish().c_str(), stdout);
+  return worst;
+}
+
+}  // namespace zerofold::cli

@@ -1,0 +1,137 @@
+#include "cli/json_output.h"
+
+namespace zerofold::cli {
+
+namespace {
+
+void WritePath(json::Writer& w, const std::vector<torch::PathElem>& path) {
+  w.BeginArray();
+  for (const torch::PathElem& e : path) {
+    switch (e.type) {
+      case torch::PathElem::Type::kStrKey: w.String(e.str); break;
+      case torch::PathElem::Type::kIntKey:
+      case torch::PathElem::Type::kIndex: w.Int(e.num); break;
+      case torch::PathElem::Type::kAttr:
+        w.BeginObject();
+        w.Key("attr");
+        w.String(e.str);
+        w.EndObject();
+        break;
+    }
+  }
+  w.EndArray();
+}
+
+void WriteInts(json::Writer& w, const std::vector<int64_t>& v) {
+  w.BeginArray();
+  for (int64_t x : v) w.Int(x);
+  w.EndArray();
+}
+
+}  // namespace
+
+JsonFiles::JsonFiles() {
+  w_.BeginObject();
+  w_.Key("files");
+  w_.BeginArray();
+}
+
+void WriteJsonError(json::Writer& w, const Status& status) {
+  w.BeginObject();
+  w.Key("code");
+  w.String(CodeName(status.code()));
+  w.Key("record");
+  w.String(status.record());
+  w.Key("offset");
+  if (status.offset() == kNoOffset) w.Null();
+  else w.Uint(status.offset());
+  w.Key("message");
+  w.String(status.message());
+  w.EndObject();
+}
+
+void JsonFiles::AddError(const std::string& path, const Status& status) {
+  w_.BeginObject();
+  w_.Key("path");
+  w_.String(path);
+  w_.Key("error");
+  WriteJsonError(w_, status);
+  w_.EndObject();
+}
+
+void JsonFiles::Add(const model::Listing& l) {
+  json::Writer& w = w_;
+  w.BeginObject();
+  w.Key("path");
+  w.String(l.path);
+  w.Key("format");
+  w.String(model::FileFormatName(l.format));
+  w.Key("tensors");
+  w.BeginArray();
+  for (const model::TensorInfo& t : l.tensors) {
+    w.BeginObject();
+    w.Key("name");
+    w.String(t.name);
+    w.Key("path");
+    WritePath(w, t.path);
+    w.Key("dtype");
+    w.String(t.dtype);
+    w.Key("shape");
+    WriteInts(w, t.shape);
+    w.Key("stride");
+    WriteInts(w, t.stride);
+    w.Key("storage");
+    w.String(t.storage);
+    w.Key("offset");
+    w.Int(t.offset);
+    w.Key("nbytes");
+    w.Uint(t.nbytes);
+    if (t.quantized) {
+      w.Key("quantized");
+      w.Bool(true);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("storages");
+  w.BeginArray();
+  for (const model::StorageInfo& s : l.storages) {
+    w.BeginObject();
+    w.Key("key");
+    w.String(s.key);
+    w.Key("dtype");
+    w.String(s.dtype);
+    w.Key("nbytes");
+    w.Uint(s.nbytes);
+    w.Key("referenced_nbytes");
+    w.Uint(s.referenced_nbytes);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("stored_bytes");
+  w.Uint(l.stored_bytes);
+  w.Key("referenced_bytes");
+  w.Uint(l.referenced_bytes);
+  w.Key("tied");
+  w.BeginArray();
+  for (const auto& group : l.tied) {
+    w.BeginArray();
+    for (const std::string& n : group) w.String(n);
+    w.EndArray();
+  }
+  w.EndArray();
+  w.Key("unsafe_globals");
+  w.BeginArray();
+  for (const std::string& g : l.unsafe_globals) w.String(g);
+  w.EndArray();
+  w.EndObject();
+}
+
+std::string JsonFiles::Finish() {
+  w_.EndArray();
+  w_.EndObject();
+  Result<std::string> out = w_.Finish();
+  return out.ok() ? *out + "\n" : "{\"files\":[]}\n";
+}
+
+}  // namespace zerofold::cli

@@ -1,0 +1,32 @@
+// The `inspect --json` document: {"files":[...]}. Field names are part of
+// the interface (README.md): append only.
+#ifndef ZEROFOLD_CLI_JSON_OUTPUT_H_
+#define ZEROFOLD_CLI_JSON_OUTPUT_H_
+
+#include <string>
+
+#include "json/writer.h"
+#include "model/listing.h"
+#include "zerofold/status.h"
+
+namespace zerofold::cli {
+
+class JsonFiles {
+ public:
+  JsonFiles();
+  void Add(const model::Listing& listing);
+  // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
+  void AddError(const std::string& path, const Status& status);
+  // The whole document, with a trailing newline.
+  std::string Finish();
+
+ private:
+  json::Writer w_;
+};
+
+// Writes {"code":..., "record":..., "offset":..., "message":...}.
+void WriteJsonError(json::Writer& w, const Status& status);
+
+}  // namespace zerofold::cli
+
+#endif  // ZEROFOLD_CLI_JSON_OUTPUT_H_

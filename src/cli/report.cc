@@ -1,0 +1,32 @@
+#include "cli/report.h"
+
+#include <cstdio>
+
+#include "cli/exit_codes.h"
+
+namespace zerofold::cli {
+
+void PrintError(const Status& status) {
+  std::fprintf(stderr, "zerofold: %s\n", status.ToString().c_str());
+  std::string_view m = status.message();
+  if (status.code() == Code::kLimit) {
+    size_t open = m.rfind("(--");
+    if (open != std::string_view::npos)
+      std::fprintf(stderr, "zerofold: hint: raise the limit with %.*s if you trust the file\n",
+                   static_cast<int>(m.size() - open - 2), m.data() + open + 1);
+  }
+}
+
+void PrintWarning(const std::string& path, const std::string& message) {
+  std::fprintf(stderr, "zerofold: %s%swarning: %s\n", path.c_str(), path.empty() ? "" : ": ", message.c_str());
+}
+
+void PrintHint(const std::string& hint) { std::fprintf(stderr, "zerofold: hint: %s\n", hint.c_str()); }
+
+int UsageError(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "zerofold: %s%s%s\n", command.c_str(), command.empty() ? "" : ": ", message.c_str());
+  std::fprintf(stderr, "zerofold: hint: run 'zerofold %s%s--help'\n", command.c_str(), command.empty() ? "" : " ");
+  return kExitUsage;
+}
+
+}  // namespace zerofold::cli

@@ -1,0 +1,21 @@
+// Error lines and hints on stderr, in one format:
+//   zerofold: PATH: RECORD @ OFFSET: code: why
+//   zerofold: hint: ...
+#ifndef ZEROFOLD_CLI_REPORT_H_
+#define ZEROFOLD_CLI_REPORT_H_
+
+#include <string>
+
+#include "zerofold/status.h"
+
+namespace zerofold::cli {
+
+void PrintError(const Status& status);
+void PrintWarning(const std::string& path, const std::string& message);
+void PrintHint(const std::string& hint);
+// Prints a usage error and returns kExitUsage.
+int UsageError(const std::string& command, const std::string& message);
+
+}  // namespace zerofold::cli
+
+#endif  // ZEROFOLD_CLI_REPORT_H_

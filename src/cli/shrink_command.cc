@@ -1,0 +1,195 @@
+// zerofold shrink IN OUT
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/json_output.h"
+#include "cli/progress.h"
+#include "cli/report.h"
+#include "ops/shrink.h"
+#include "zerofold/env.h"
+
+namespace zerofold::cli {
+
+namespace {
+
+constexpr const char* kShrinkHelp =
+    "usage: zerofold shrink [FLAGS] IN OUT\n"
+    "       zerofold shrink --in-place [FLAGS] IN\n"
+    "\n"
+    "Rewrites every tensor into exactly sized storage. When params are views\n"
+    "into one big flat buffer (DeepSpeed ZeRO-1/2, FSDP) and a model is saved in\n"
+    "shards, every shard carries the whole buffer; shrink keeps only the bytes\n"
+    "each file's tensors reference. Tensors whose bytes overlap (tied weights,\n"
+    "views of views) keep sharing one storage; a file without unreferenced\n"
+    "bytes keeps its size. Tensor bytes are streamed, never held in memory.\n"
+    "\n"
+    "IN is a torch file (zip or legacy format) and OUT a file, or IN is a\n"
+    "Hugging Face folder with pytorch_model.bin.index.json and OUT a folder:\n"
+    "every shard is shrunk, the index keeps its weight_map, other files (config,\n"
+    "tokenizer) are copied. Inputs are never modified without --in-place, which\n"
+    "replaces each file atomically, one at a time.\n"
+    "\n"
+    "examples:\n"
+    "  zerofold shrink ckpt/ small/                 # a sharded HF folder\n"
+    "  zerofold shrink --dry-run model.bin x.bin    # show what would change\n"
+    "  zerofold shrink --in-place ckpt/             # replace each shard\n"
+    "\n"
+    "flags:\n";
+
+const std::vector<FlagSpec> kShrinkFlags = {
+    {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
+    {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
+    {"force", false, "overwrite an existing OUT"},
+    {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
+    {"json", false, "print a JSON summary on stdout"},
+    {"quiet", false, "print nothing but errors"},
+    {"progress", false, "show a progress bar even when stderr is not a terminal"},
+    {"no-progress", false, "never show a progress bar"},
+    {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
+    {"help", false, "show this help"},
+};
+
+void PrintReport(const ops::ShrinkReport& r, bool dry_run) {
+  std::printf("%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
+              HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
+              r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
+  if (dry_run)
+    for (const std::string& c : r.changed_storages) std::printf("  storage %s\n", c.c_str());
+  for (const std::string& g : r.unsafe_globals)
+    PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
+}
+
+void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
+  w.BeginObject();
+  w.Key("input");
+  w.String(r.input);
+  w.Key("output");
+  w.String(r.output);
+  w.Key("input_bytes");
+  w.Uint(r.input_file_bytes);
+  w.Key("output_bytes");
+  w.Uint(r.output_file_bytes);
+  w.Key("stored_bytes_before");
+  w.Uint(r.stored_before);
+  w.Key("stored_bytes_after");
+  w.Uint(r.stored_after);
+  w.Key("tensors");
+  w.Uint(r.tensors);
+  w.Key("storages_before");
+  w.Uint(r.storages_before);
+  w.Key("storages_after");
+  w.Uint(r.storages_after);
+  w.Key("changed_storages");
+  w.BeginArray();
+  for (const std::string& c : r.changed_storages) w.String(c);
+  w.EndArray();
+  w.Key("unsafe_globals");
+  w.BeginArray();
+  for (const std::string& g : r.unsafe_globals) w.String(g);
+  w.EndArray();
+  w.EndObject();
+}
+
+}  // namespace
+
+int RunShrink(const std::vector<std::string>& argv) {
+  Result<ParsedArgs> parsed = ParseArgs(argv, kShrinkFlags);
+  if (!parsed.ok()) return UsageError("shrink", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    std::fputs(kShrinkHelp, stdout);
+    std::fputs(FlagHelp(kShrinkFlags).c_str(), stdout);
+    return kExitOk;
+  }
+  const bool in_place = args.Has("in-place");
+  const size_t want = in_place ? 1 : 2;
+  if (args.positionals.size() != want)
+    return UsageError("shrink", in_place ? "--in-place takes one path, IN" : "needs IN and OUT");
+  const std::string in = args.positionals[0];
+  const std::string out = in_place ? in : args.positionals[1];
+
+  ops::ShrinkOptions options;
+  options.keep_unsafe = args.Has("keep-unsafe");
+  options.dry_run = args.Has("dry-run");
+  if (auto v = args.Value("buffer-size")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");
+    options.buffer_bytes = static_cast<size_t>(*n);
+  }
+  const bool quiet = args.Has("quiet");
+  const bool as_json = args.Has("json");
+  bool show_progress = !quiet && !options.dry_run && isatty(2);
+  if (args.Has("progress")) show_progress = true;
+  if (args.Has("no-progress")) show_progress = false;
+  Progress progress(show_progress);
+
+  Env* env = Env::Default();
+  if (!in_place && !options.dry_run && env->FileExists(out) && !args.Has("force")) {
+    if (!env->IsDirectory(out) || !env->IsDirectory(in))
+      return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
+  }
+  if (!in_place && out == in) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+
+  std::vector<ops::ShrinkReport> reports;
+  Status status;
+  if (env->IsDirectory(in)) {
+    Result<ops::FolderReport> r = ops::ShrinkFolder(env, in, out, [&] {
+      ops::ShrinkOptions o = options;
+      o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink", done, total); };
+      return o;
+    }());
+    if (r.ok()) reports = r->shards;
+    else status = r.status();
+  } else {
+    ops::ShrinkOptions o = options;
+    o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
+    Result<ops::ShrinkReport> r = ops::ShrinkFile(env, in, out, o);
+    if (r.ok()) reports.push_back(*r);
+    else status = r.status();
+  }
+  progress.Clear();
+  if (!status.ok()) {
+    PrintError(status);
+    if (as_json) {
+      json::Writer w;
+      w.BeginObject();
+      w.Key("error");
+      WriteJsonError(w, status);
+      w.EndObject();
+      Result<std::string> text = w.Finish();
+      if (text.ok()) std::printf("%s\n", text->c_str());
+    }
+    return ExitCodeFor(status);
+  }
+  if (as_json) {
+    json::Writer w;
+    w.BeginObject();
+    w.Key("dry_run");
+    w.Bool(options.dry_run);
+    w.Key("files");
+    w.BeginArray();
+    for (const ops::ShrinkReport& r : reports) WriteReportJson(w, r);
+    w.EndArray();
+    w.EndObject();
+    Result<std::string> text = w.Finish();
+    if (text.ok()) std::printf("%s\n", text->c_str());
+  } else if (!quiet) {
+    uint64_t before = 0, after = 0;
+    for (const ops::ShrinkReport& r : reports) {
+      PrintReport(r, options.dry_run);
+      before += r.input_file_bytes;
+      after += r.output_file_bytes;
+    }
+    if (reports.size() > 1)
+      std::printf("total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace zerofold::cli

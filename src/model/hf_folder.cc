@@ -1,0 +1,127 @@
+#include "model/hf_folder.h"
+
+#include <algorithm>
+#include <string>
+
+#include "json/reader.h"
+#include "json/value.h"
+#include "json/writer.h"
+
+namespace zerofold::model {
+
+namespace {
+constexpr uint64_t kMaxIndexBytes = 256ull << 20;
+}  // namespace
+
+std::string JoinPath(const std::string& folder, const std::string& name) {
+  if (folder.empty()) return name;
+  if (folder.back() == '/') return folder + name;
+  return folder + "/" + name;
+}
+
+std::vector<std::string> ShardIndex::Shards() const {
+  std::vector<std::string> out;
+  for (const auto& [name, file] : weight_map)
+    if (std::find(out.begin(), out.end(), file) == out.end()) out.push_back(file);
+  return out;
+}
+
+Result<ShardIndex> ReadShardIndex(Env* env, const std::string& path) {
+  ZF_ASSIGN_OR_RETURN(std::string text, env->ReadSmallFile(path, kMaxIndexBytes));
+  Result<json::Value> parsed = json::Parse(text);
+  if (!parsed.ok()) return Status(parsed.status()).WithPath(path);
+  const json::Value& root = *parsed;
+  auto bad = [&](const json::Value& at, const std::string& why) {
+    return Status::Corrupt(why).WithOffset(at.offset()).WithPath(path);
+  };
+  if (!root.is_object()) return bad(root, "index is not a JSON object");
+  ShardIndex index;
+  index.path = path;
+  if (const json::Value* meta = root.Find("metadata"); meta != nullptr && !meta->is_null()) {
+    if (!meta->is_object()) return bad(*meta, "\"metadata\" is not an object");
+    for (const json::Member& m : meta->members()) {
+      if (m.key == "total_size") {
+        std::optional<uint64_t> v = m.value.AsUint64();
+        if (!v) return bad(m.value, "\"total_size\" is not a non-negative integer");
+        index.total_size = *v;
+      } else {
+        json::Writer w;
+        w.Write(m.value);
+        ZF_ASSIGN_OR_RETURN(std::string text_value, w.Finish());
+        index.metadata.emplace_back(m.key, std::move(text_value));
+      }
+    }
+  }
+  const json::Value* map = root.Find("weight_map");
+  if (map == nullptr) return bad(root, "index has no \"weight_map\"");
+  if (!map->is_object()) return bad(*map, "\"weight_map\" is not an object");
+  for (const json::Member& m : map->members()) {
+    if (!m.value.is_string()) return bad(m.value, "weight_map[\"" + m.key + "\"] is not a file name");
+    const std::string& file = m.value.string();
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+      return bad(m.value, "weight_map[\"" + m.key + "\"] names \"" + file + "\", not a file in the folder");
+    index.weight_map.emplace_back(m.key, file);
+  }
+  return index;
+}
+
+std::string FormatShardIndex(const ShardIndex& index) {
+  json::Writer w(json::WriteOptions{2});
+  w.BeginObject();
+  w.Key("metadata");
+  w.BeginObject();
+  for (const auto& [key, text] : index.metadata) {
+    w.Key(key);
+    Result<json::Value> v = json::Parse(text);
+    if (v.ok()) w.Write(*v);
+    else w.Null();
+  }
+  w.Key("total_size");
+  w.Uint(index.total_size);
+  w.EndObject();
+  w.Key("weight_map");
+  w.BeginObject();
+  for (const auto& [name, file] : index.weight_map) {
+    w.Key(name);
+    w.String(file);
+  }
+  w.EndObject();
+  w.EndObject();
+  Result<std::string> out = w.Finish();
+  return out.ok() ? *out + "\n" : std::string();
+}
+
+Result<ModelFiles> ResolveModelPath(Env* env, const std::string& path) {
+  ModelFiles out;
+  if (!env->IsDirectory(path)) {
+    if (!env->FileExists(path)) return Status::NotFound("no such file or folder").WithPath(path);
+    out.files.push_back(path);
+    return out;
+  }
+  out.folder = path;
+  for (const char* name : {kTorchIndexName, kSafetensorsIndexName}) {
+    std::string index_path = JoinPath(path, name);
+    if (!env->FileExists(index_path)) continue;
+    ZF_ASSIGN_OR_RETURN(ShardIndex index, ReadShardIndex(env, index_path));
+    for (const std::string& shard : index.Shards()) {
+      std::string shard_path = JoinPath(path, shard);
+      if (!env->FileExists(shard_path))
+        return Status::NotFound("index names shard \"" + shard + "\", which is missing").WithPath(index_path);
+      out.files.push_back(shard_path);
+    }
+    out.indexes.push_back(std::move(index));
+  }
+  if (out.indexes.empty()) {
+    for (const char* name : {kTorchSingleName, kSafetensorsSingleName}) {
+      std::string file = JoinPath(path, name);
+      if (env->FileExists(file)) out.files.push_back(file);
+    }
+  }
+  if (out.files.empty())
+    return Status::NotFound(std::string("folder has no ") + kTorchIndexName + ", " + kSafetensorsIndexName + ", " +
+                            kTorchSingleName + " or " + kSafetensorsSingleName)
+        .WithPath(path);
+  return out;
+}
+
+}  // namespace zerofold::model

@@ -1,0 +1,70 @@
+// A listing of what one checkpoint file holds, whatever its format: the
+// common ground of `inspect`, `--dry-run` and the C API. Reads only the
+// container's directory and the pickle or header, never tensor bytes.
+#ifndef ZEROFOLD_MODEL_LISTING_H_
+#define ZEROFOLD_MODEL_LISTING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::model {
+
+enum class FileFormat { kTorchZip, kTorchLegacy, kSafetensors };
+// "torch-zip", "torch-legacy", "safetensors" (JSON output; never change).
+std::string_view FileFormatName(FileFormat format);
+
+// Safetensors when the file starts with an 8-byte header length followed by
+// '{' (after optional spaces); torch otherwise (zip or legacy pickle; the
+// torch reader tells which and rejects anything else).
+Result<FileFormat> SniffFormat(const RandomSource& src);
+
+struct TensorInfo {
+  std::string name;
+  std::vector<torch::PathElem> path;
+  std::string dtype;     // torch's spelling ("float32"); a safetensors code torch lacks ("F4")
+  std::vector<int64_t> shape;
+  std::vector<int64_t> stride;
+  std::string storage;   // storage key (safetensors: the tensor's name)
+  int64_t offset = 0;    // elements
+  uint64_t nbytes = 0;   // numel x itemsize
+  bool quantized = false;
+};
+
+struct StorageInfo {
+  std::string key;
+  std::string dtype;
+  uint64_t nbytes = 0;
+  uint64_t referenced_nbytes = 0;  // union of its views' byte extents
+};
+
+struct Listing {
+  std::string path;
+  FileFormat format = FileFormat::kTorchZip;
+  std::vector<TensorInfo> tensors;
+  std::vector<StorageInfo> storages;
+  uint64_t stored_bytes = 0;      // sum of storage nbytes
+  uint64_t referenced_bytes = 0;  // sum of storage referenced_nbytes
+  std::vector<std::string> unsafe_globals;
+  // Groups of tensor names that share bytes (tied weights, views of views).
+  std::vector<std::vector<std::string>> tied;
+};
+
+struct ListOptions {
+  torch::ReadOptions torch;
+  uint64_t max_safetensors_header = 100'000'000;
+};
+
+// Lists a torch checkpoint already read.
+Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path);
+
+// Opens and lists one file. Errors carry the path.
+Result<Listing> ListFile(Env* env, const std::string& path, const ListOptions& options = {});
+
+}  // namespace zerofold::model
+
+#endif  // ZEROFOLD_MODEL_LISTING_H_

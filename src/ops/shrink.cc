@@ -1,0 +1,123 @@
+#include "ops/shrink.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "pickle/encoder.h"
+#include "plan/shrink_plan.h"
+#include "torch/archive_writer.h"
+#include "torch/retarget.h"
+
+namespace zerofold::ops {
+
+std::string StemOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = base.find('.');
+  if (dot != std::string::npos && dot > 0) base = base.substr(0, dot);
+  return base.empty() ? "archive" : base;
+}
+
+namespace {
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+}  // namespace
+
+Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                const ShrinkOptions& options) {
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
+  Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
+  if (!read.ok()) return Status(read.status()).WithPath(input);
+  torch::Checkpoint& ckpt = *read;
+
+  ShrinkReport report;
+  report.input = input;
+  report.output = output;
+  report.input_file_bytes = src->size();
+  report.tensors = ckpt.tensors.size();
+  for (const torch::Tensor& t : ckpt.tensors) report.tensor_nbytes.emplace_back(t.name, t.nbytes());
+  report.storages_before = ckpt.storages.size();
+  if (!ckpt.unsafe_globals.empty()) {
+    if (!options.keep_unsafe)
+      return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
+                            Join(ckpt.unsafe_globals, ", ") + " (--keep-unsafe carries them through unexecuted)")
+          .WithPath(input);
+    report.unsafe_globals = ckpt.unsafe_globals;
+  }
+  if (ckpt.big_endian)
+    return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(input);
+
+  ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
+  report.stored_before = plan.bytes_before;
+  report.stored_after = plan.bytes_after;
+  report.storages_after = plan.storages.size();
+  for (uint32_t s : plan.changed_storages) {
+    std::vector<std::string> parts;
+    for (const plan::OutputStorage& o : plan.storages)
+      if (o.input_storage == s) parts.push_back(std::to_string(o.nbytes()));
+    report.changed_storages.push_back(ckpt.storages[s].key + ": " + std::to_string(ckpt.storages[s].nbytes) +
+                                      " bytes -> " + (parts.empty() ? "none" : Join(parts, " + ")));
+  }
+
+  std::vector<torch::NewStorage> new_storages;
+  std::vector<torch::StorageRecord> records;
+  for (const plan::OutputStorage& o : plan.storages) {
+    new_storages.push_back({o.key, o.nbytes(), o.input_storage});
+    records.push_back({o.key, o.nbytes()});
+  }
+  std::vector<torch::NewPlacement> placements;
+  for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements));
+  Result<std::vector<std::byte>> pkl = pickle::Encode(ckpt.graph, ckpt.root);
+  if (!pkl.ok()) return Status(pkl.status()).WithPath(input);
+
+  // Carry the input's other records; their bytes are small.
+  std::vector<torch::ExtraRecord> extras;
+  for (const zip::Entry& e : ckpt.other_records) {
+    Result<std::vector<std::byte>> bytes = zip::ReadEntry(*src, e, 1u << 20);
+    if (!bytes.ok()) return Status(bytes.status()).WithRecord(e.name).WithPath(input);
+    std::string rel = e.name.substr(ckpt.top_folder.empty() ? 0 : ckpt.top_folder.size() + 1);
+    extras.push_back({rel, std::move(*bytes)});
+  }
+  torch::ArchiveContents contents;
+  contents.top_folder = ckpt.format == torch::Format::kTorchZip && !ckpt.top_folder.empty() ? ckpt.top_folder
+                                                                                             : StemOf(output);
+  contents.data_pkl = *pkl;
+  contents.storages = records;
+  contents.extras = extras;
+  report.output_file_bytes = torch::TorchArchiveSize(contents);
+  if (options.dry_run) return report;
+
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(output));
+  std::vector<std::byte> buffer(std::max<size_t>(options.buffer_bytes, 4096));
+  uint64_t done = 0;
+  const uint64_t total = plan.bytes_after;
+  auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
+    const plan::OutputStorage& o = plan.storages[index];
+    const torch::Storage& in = ckpt.storages[o.input_storage];
+    uint64_t pos = o.begin;
+    while (pos < o.end) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), o.end - pos));
+      Status s = ReadExactAt(*src, in.data_offset + pos, std::span<std::byte>(buffer.data(), n));
+      if (!s.ok()) return s.WithRecord(in.record).WithPath(input);
+      ZF_TRY(emit(std::span<const std::byte>(buffer.data(), n)));
+      pos += n;
+      done += n;
+      if (options.progress) options.progress(done, total);
+    }
+    return Status::OK();
+  };
+  Status written = torch::WriteTorchArchive(contents, fill, sink.get());
+  if (!written.ok()) return written.WithPath(output);
+  ZF_TRY(sink->Commit());
+  report.output_file_bytes = sink->position();
+  return report;
+}
+
+}  // namespace zerofold::ops

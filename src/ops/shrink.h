@@ -1,0 +1,81 @@
+// zerofold shrink: rewrite every tensor of a torch checkpoint into exactly
+// sized storage (see plan/shrink_plan.h), streaming through a bounded buffer.
+#ifndef ZEROFOLD_OPS_SHRINK_H_
+#define ZEROFOLD_OPS_SHRINK_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+struct ShrinkOptions {
+  torch::ReadOptions read;
+  // Carry unsafe globals through unchanged (never executed) instead of
+  // refusing the input with kUnsafe.
+  bool keep_unsafe = false;
+  // Plan and report sizes; write nothing.
+  bool dry_run = false;
+  // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
+  size_t buffer_bytes = size_t{4} << 20;
+  // Called with bytes written so far and the total, at most once per buffer.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct ShrinkReport {
+  std::string input;
+  std::string output;
+  uint64_t input_file_bytes = 0;
+  uint64_t output_file_bytes = 0;   // exact, also for dry runs
+  uint64_t stored_before = 0;       // bytes in referenced input storages
+  uint64_t stored_after = 0;        // bytes in output storages
+  size_t tensors = 0;
+  size_t storages_before = 0;
+  size_t storages_after = 0;
+  // "KEY: N bytes -> parts of A, B, ... bytes" for each storage split or trimmed.
+  std::vector<std::string> changed_storages;
+  std::vector<std::string> unsafe_globals;  // carried through (keep_unsafe)
+  // Each tensor's name and logical bytes (numel x itemsize), in order.
+  std::vector<std::pair<std::string, uint64_t>> tensor_nbytes;
+};
+
+// Shrinks the torch file `input` into `output` (a torch zip archive), which
+// may be the same path: the output is written to a temp file in its folder
+// and renamed over the target only when complete, so a failure at any point
+// leaves the target as it was. Errors carry the path, record and offset.
+Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                const ShrinkOptions& options);
+
+// The archive top folder for an output path: its file name without the
+// extension ("pytorch_model" for "a/pytorch_model.bin").
+std::string StemOf(const std::string& path);
+
+}  // namespace zerofold::ops
+
+
+
+namespace zerofold::ops {
+
+struct FolderReport {
+  std::vector<ShrinkReport> shards;
+  std::vector<std::string> copied;   // other files copied (config, tokenizer, ...)
+  std::string index;                 // index file written ("" when none)
+  uint64_t total_size = 0;           // the index's metadata.total_size
+};
+
+// Shrinks a Hugging Face folder with pytorch_model.bin.index.json (or a
+// single pytorch_model.bin) into `output` (a folder, created if needed; may
+// be `input` for in-place). Every shard is shrunk, one at a time, each
+// replaced atomically; the index keeps its weight_map and gets total_size =
+// the sum of the nbytes of every name in weight_map (tied names counted per
+// name); every other regular file is copied (not for in-place).
+Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
+                                  const ShrinkOptions& options);
+
+}  // namespace zerofold::ops
+#endif  // ZEROFOLD_OPS_SHRINK_H_

@@ -1,0 +1,92 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "model/hf_folder.h"
+#include "ops/shrink.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes) {
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(from));
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(to));
+  std::vector<std::byte> buffer(std::min<uint64_t>(buffer_bytes, std::max<uint64_t>(src->size(), 1)));
+  for (uint64_t pos = 0; pos < src->size();) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), src->size() - pos));
+    ZF_TRY(ReadExactAt(*src, pos, std::span<std::byte>(buffer.data(), n)));
+    ZF_TRY(sink->Append(std::span<const std::byte>(buffer.data(), n)));
+    pos += n;
+  }
+  return sink->Commit();
+}
+
+Status WriteSmallFile(Env* env, const std::string& path, const std::string& text) {
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+  ZF_TRY(sink->Append(std::as_bytes(std::span<const char>(text.data(), text.size()))));
+  return sink->Commit();
+}
+
+}  // namespace
+
+Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
+                                  const ShrinkOptions& options) {
+  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, input));
+  if (files.folder.empty()) return Status::InvalidArgument("not a folder").WithPath(input);
+  const model::ShardIndex* index = nullptr;
+  for (const model::ShardIndex& i : files.indexes)
+    if (i.path == model::JoinPath(input, model::kTorchIndexName)) index = &i;
+  if (index == nullptr && !files.indexes.empty())
+    return Status::Unsupported(std::string("shrink rewrites torch checkpoints; this folder has only ") +
+                               model::kSafetensorsIndexName + ", whose tensors are exactly sized already")
+        .WithPath(input);
+  const bool in_place = input == output;
+  if (!options.dry_run && !in_place) ZF_TRY(env->CreateDirs(output));
+
+  FolderReport report;
+  std::set<std::string> handled;
+  std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
+  for (const std::string& shard : files.files) {
+    std::string base = shard.substr(shard.rfind('/') + 1);
+    if (index == nullptr && base != model::kTorchSingleName) continue;  // single model.safetensors: nothing to do
+    handled.insert(base);
+    ShrinkOptions shard_options = options;
+    Result<ShrinkReport> r = ShrinkFile(env, shard, model::JoinPath(output, base), shard_options);
+    if (!r.ok()) return r.status();
+    report.shards.push_back(*r);
+  }
+  if (index != nullptr) {
+    handled.insert(model::kTorchIndexName);
+    // total_size: the nbytes of every name in weight_map, from the shards.
+    model::ShardIndex out_index = *index;
+    out_index.path = model::JoinPath(output, model::kTorchIndexName);
+    for (const ShrinkReport& r : report.shards)
+      for (const auto& [name, nbytes] : r.tensor_nbytes) name_bytes[name] = nbytes;
+    uint64_t total = 0;
+    for (const auto& [name, file] : out_index.weight_map) {
+      auto it = name_bytes.find(name);
+      if (it == name_bytes.end())
+        return Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
+            .WithPath(index->path);
+      total += it->second;
+    }
+    out_index.total_size = total;
+    report.total_size = total;
+    report.index = out_index.path;
+    if (!options.dry_run) ZF_TRY(WriteSmallFile(env, out_index.path, model::FormatShardIndex(out_index)));
+  }
+  if (!in_place && !options.dry_run) {
+    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
+    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const DirEntry& e : entries) {
+      if (e.is_dir || handled.count(e.name) || e.name.rfind(".", 0) == 0) continue;
+      ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), options.buffer_bytes));
+      report.copied.push_back(e.name);
+    }
+  }
+  return report;
+}
+
+}  // namespace zerofold::ops

@@ -1,0 +1,50 @@
+// The legacy torch format: what torch < 1.6 writes, and torch.save(...,
+// _use_new_zipfile_serialization=False) still does (torch/serialization.py
+// _legacy_save). A sequence of pickles, then raw storages:
+//   1. MAGIC_NUMBER, the int 0x1950a86a20f9469cfc6c
+//   2. PROTOCOL_VERSION, 1001
+//   3. sys_info, a dict (byte order, type sizes); torch ignores it, so do we
+//   4. the object; storages appear as persistent ids
+//      ('storage', torch.XStorage, key, location, numel, view_metadata)
+//      with keys arbitrary decimal strings (memory addresses)
+//   5. the list of storage keys
+//   then per key, in that order: an int64 little-endian element count and
+//   count x itemsize bytes.
+// Each storage is recorded as "storage <key>" with data_offset at the first
+// byte after its count.
+#ifndef ZEROFOLD_TORCH_LEGACY_H_
+#define ZEROFOLD_TORCH_LEGACY_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "pickle/decoder.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::torch {
+
+// Reads a legacy file: decodes its pickles (reading only as much of the file
+// as they take), recognizes the object's tensors and locates each storage by
+// reading its 8-byte count, never its data. Does not check views against
+// storages (ReadCheckpoint does). Errors name the pickle ("object pickle")
+// or the storage record ("storage 94412") and the absolute offset:
+// kCorrupt for a first pickle that is not the magic number, another
+// protocol version, a key list that disagrees with the persistent ids, a
+// count that disagrees with the declared numel, data past the end of file.
+Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptions& options);
+
+// Decodes the pickle starting at `offset`, reading the file in growing
+// chunks until the pickle's STOP (at most options.max_pickle_bytes: kLimit
+// beyond). Errors carry `record`.
+Result<pickle::Decoded> DecodePickleAt(const RandomSource& src, uint64_t offset, const ReadOptions& options,
+                                       std::string_view record);
+
+// The record name of a legacy storage: "storage <key>".
+std::string LegacyStorageRecord(std::string_view key);
+
+}  // namespace zerofold::torch
+
+#endif  // ZEROFOLD_TORCH_LEGACY_H_

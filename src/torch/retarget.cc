@@ -1,0 +1,53 @@
+#include "torch/retarget.h"
+
+#include <string>
+#include <vector>
+
+#include "torch/tensor_recognizer.h"
+
+namespace zerofold::torch {
+
+Status RetargetTensors(Checkpoint& ckpt, std::span<const NewStorage> storages,
+                       std::span<const NewPlacement> placements) {
+  pickle::Graph& g = ckpt.graph;
+  if (placements.size() != ckpt.tensors.size())
+    return Status::Internal("placements for " + std::to_string(placements.size()) + " of " +
+                            std::to_string(ckpt.tensors.size()) + " tensors");
+  std::vector<pickle::NodeId> key_nodes(storages.size(), pickle::kNoNode);
+  std::vector<bool> args_done(g.size(), false);
+  const bool legacy = ckpt.format == Format::kTorchLegacy;
+
+  for (size_t t = 0; t < ckpt.tensors.size(); ++t) {
+    const Tensor& tensor = ckpt.tensors[t];
+    if (args_done[tensor.args]) continue;  // a tied node reached by another path
+    args_done[tensor.args] = true;
+    const NewPlacement& place = placements[t];
+    const NewStorage& out = storages[place.storage];
+    const Storage& in = ckpt.storages[tensor.storage];
+
+    std::span<const pickle::NodeId> pid_items = g.Items(g.PersId(tensor.pid));
+    Result<std::optional<StoragePid>> parsed = ParseStoragePid(g, tensor.pid, ckpt.format);
+    if (!parsed.ok() || !parsed->has_value())
+      return Status::Internal("tensor " + tensor.name + " lost its storage pid");
+    const StoragePid& pid = **parsed;
+    const bool same = !legacy && out.key == in.key && out.nbytes == in.nbytes &&
+                      place.storage_offset == tensor.storage_offset && out.input_storage == tensor.storage;
+    if (same) continue;
+
+    uint64_t unit = pid.untyped ? 1 : Info(*pid.dtype).itemsize;
+    if (out.nbytes % unit != 0)
+      return Status::InvalidArgument("storage " + out.key + " of " + std::to_string(out.nbytes) +
+                                     " bytes is not a whole number of " + std::to_string(unit) + "-byte elements");
+    if (key_nodes[place.storage] == pickle::kNoNode) key_nodes[place.storage] = g.AddStr(out.key);
+    // ('storage', class, key, location, numel): reuse the tag, class and
+    // location nodes, so the memo shares them as torch.save does.
+    pickle::NodeId items[5] = {pid_items[0], pid_items[1], key_nodes[place.storage], pid_items[3],
+                               g.AddInt(static_cast<int64_t>(out.nbytes / unit))};
+    pickle::NodeId tuple = g.AddSequence(pickle::Kind::kTuple, items);
+    g.ReplaceItem(tensor.args, 0, g.AddPersId(tuple));
+    g.ReplaceItem(tensor.args, 1, g.AddInt(place.storage_offset));
+  }
+  return Status::OK();
+}
+
+}  // namespace zerofold::torch

@@ -1,0 +1,113 @@
+// The description of a DeepSpeed ZeRO checkpoint that the merge planner works
+// on: what the model-states and optim-states files record, reduced to names,
+// shapes and tensor metadata. Built from the files by extract.h, or by hand in
+// tests. Plain values: no references into a pickle graph or a file.
+//
+// Field names follow DeepSpeed's keys (see README.md in this folder). An
+// optional field is nullopt when the key is absent or holds None.
+#ifndef ZEROFOLD_ZERO_DESCRIPTION_H_
+#define ZEROFOLD_ZERO_DESCRIPTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "torch/dtype.h"
+
+namespace zerofold::zero {
+
+// A tensor as a file records it: enough to find its elements in a storage
+// record and to tell whether two names are one view. Sizes, strides and the
+// offset are in elements, as torch records them.
+struct TensorMeta {
+  torch::DType dtype = torch::DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> stride;
+  std::string storage;         // the storage key within its file ("0", "7")
+  int64_t storage_offset = 0;
+
+  bool operator==(const TensorMeta&) const = default;
+};
+
+struct NamedShape {
+  std::string name;
+  std::vector<int64_t> shape;
+
+  bool operator==(const NamedShape&) const = default;
+};
+
+struct NamedTensor {
+  std::string name;
+  TensorMeta tensor;
+
+  bool operator==(const NamedTensor&) const = default;
+};
+
+// shared_params entry: `name` holds no data of its own; it is `owner`.
+struct SharedParam {
+  std::string name;
+  std::string owner;
+
+  bool operator==(const SharedParam&) const = default;
+};
+
+// param_slice_mappings entry: the param's fragment within this rank's
+// partition of the group (DeepSpeed's fragment_address).
+struct SliceMapping {
+  std::string name;
+  int64_t start = 0;
+  int64_t numel = 0;
+
+  bool operator==(const SliceMapping&) const = default;
+};
+
+// One *_model_states.pt.
+struct ModelStates {
+  std::string file;  // the path, for messages
+  std::vector<std::vector<NamedShape>> param_shapes;  // per param group (stage 3: sub-group)
+  std::vector<std::string> buffer_names;
+  std::optional<std::vector<NamedShape>> frozen_param_shapes;
+  std::optional<std::vector<NamedTensor>> frozen_param_fragments;
+  std::optional<std::vector<SharedParam>> shared_params;
+  std::vector<NamedTensor> module;   // the module state dict, in its order
+  bool has_optimizer = false;        // `optimizer` is not None (ZeRO-0 keeps it here)
+  std::optional<int64_t> dp_world_size;
+  std::string ds_version;
+
+  bool operator==(const ModelStates&) const = default;
+};
+
+enum class Fp32GroupsKey : uint8_t {
+  kSinglePartitionOfFp32Groups,  // "single_partition_of_fp32_groups": stage 1/2, BF16_Optimizer
+  kFp32FlatGroups,               // "fp32_flat_groups": stage 3
+};
+
+// One [bf16_]zero_pp_rank_R_mp_rank_00_optim_states.pt: its
+// optimizer_state_dict, less the optimizer's own state.
+struct OptimStates {
+  std::string file;  // the path, for messages
+  uint32_t rank = 0;                  // R of the file name
+  std::optional<int64_t> zero_stage;  // 0-3; absent in BF16_Optimizer files
+  std::vector<int64_t> partition_count;  // stage 1/2: one per group; stage 3: the int
+  bool partition_count_is_list = false;
+  Fp32GroupsKey fp32_groups_key = Fp32GroupsKey::kSinglePartitionOfFp32Groups;
+  std::vector<TensorMeta> fp32_groups;   // this rank's fp32 partition, per group
+  std::optional<std::vector<int64_t>> group_paddings;
+  std::optional<std::vector<std::vector<SliceMapping>>> param_slice_mappings;  // per group
+
+  bool operator==(const OptimStates&) const = default;
+};
+
+struct ZeroCheckpoint {
+  // Stage 1/2: the one mp_rank_00_model_states.pt. Stage 3: one per rank, in
+  // rank order.
+  std::vector<ModelStates> model_states;
+  std::vector<OptimStates> optim_states;  // in rank order
+
+  bool operator==(const ZeroCheckpoint&) const = default;
+};
+
+}  // namespace zerofold::zero
+
+#endif  // ZEROFOLD_ZERO_DESCRIPTION_H_

@@ -1,0 +1,231 @@
+#include "zip/archive.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/checked_math.h"
+#include "zip/central_directory.h"
+#include "zip/crc32.h"
+#include "zip/describe.h"
+#include "zip/end_records.h"
+#include "zip/entry_name.h"
+#include "zip/format.h"
+#include "zip/local_header.h"
+
+namespace zerofold::zip {
+namespace {
+
+// A RandomSource over caller-owned bytes, for ReadArchiveBytes.
+class SpanSource final : public RandomSource {
+ public:
+  explicit SpanSource(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    if (offset >= bytes_.size()) return size_t{0};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(), bytes_.size() - offset));
+    if (n > 0) std::memcpy(dst.data(), bytes_.data() + offset, n);
+    return n;
+  }
+  uint64_t size() const override { return bytes_.size(); }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::string name_ = "<memory>";
+};
+
+// Bytes read past a local header's name in the first read, enough for
+// torch's alignment field (at most 4 + 63) and a zip64 block (4 + 24).
+constexpr uint64_t kExtraGuess = 128;
+
+// Reads the local header of `c`, checks it against the central entry and
+// returns the entry with its data offset. Everything must lie before the
+// central directory at `cd_offset`.
+Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, uint64_t cd_offset) {
+  if (!io::RangeInside(c.header_offset, kLocalFileHeaderSize, cd_offset)) {
+    return Status::Corrupt("local header offset " + std::to_string(c.header_offset) +
+                           " leaves no room for a local header before the central directory at " +
+                           std::to_string(cd_offset))
+        .WithOffset(c.offset);
+  }
+  const uint64_t room = cd_offset - c.header_offset;
+  std::vector<std::byte> buf(static_cast<size_t>(
+      std::min<uint64_t>(room, kLocalFileHeaderSize + c.name.size() + kExtraGuess)));
+  ZF_TRY(ReadExactAt(src, c.header_offset, buf));
+  ZF_ASSIGN_OR_RETURN(LocalHeader h, DecodeLocalHeader(std::span(buf).first(kLocalFileHeaderSize),
+                                                       c.header_offset));
+  ZF_TRY(CheckLocalFlagsAndMethod(h));
+  if (h.total_size() > room) {
+    return Status::Corrupt("local header with a " + std::to_string(h.name_length) + "-byte name and " +
+                           std::to_string(h.extra_length) +
+                           "-byte extra field runs into the central directory at " +
+                           std::to_string(cd_offset))
+        .WithOffset(c.header_offset + kLocalNameLengthOffset);
+  }
+  const std::string_view local_name(reinterpret_cast<const char*>(buf.data()) + kLocalFileHeaderSize,
+                                    std::min<size_t>(h.name_length, buf.size() - kLocalFileHeaderSize));
+  if (h.name_length != c.name.size() || local_name != c.name) {
+    return Status::Corrupt("local header names " + Quote(local_name) +
+                           (local_name.size() < h.name_length ? "..." : "") +
+                           ", the central directory " + Quote(c.name))
+        .WithOffset(c.header_offset + kLocalFileHeaderSize);
+  }
+  Entry e;
+  e.name = c.name;
+  e.header_offset = c.header_offset;
+  e.data_offset = c.header_offset + h.total_size();
+  e.size = c.size;
+  e.crc32 = c.crc32;
+  if (!io::RangeInside(e.data_offset, e.size, cd_offset)) {
+    return Status::Corrupt("entry data (" + std::to_string(e.size) + " bytes at " +
+                           std::to_string(e.data_offset) +
+                           ") runs past the start of the central directory at " +
+                           std::to_string(cd_offset))
+        .WithOffset(e.data_offset);
+  }
+  return e;
+}
+
+Status CheckNoDuplicates(const std::vector<CentralEntry>& central) {
+  std::unordered_map<std::string_view, size_t> seen;
+  seen.reserve(central.size());
+  for (size_t i = 0; i < central.size(); ++i) {
+    auto [it, inserted] = seen.emplace(central[i].name, i);
+    if (!inserted) {
+      return Status::Corrupt("duplicate entry name (first at central directory offset " +
+                             std::to_string(central[it->second].offset) + ")")
+          .WithOffset(central[i].offset)
+          .WithRecord(central[i].name);
+    }
+  }
+  return Status::OK();
+}
+
+// Each entry spans its local header and data; no two spans may share a byte.
+Status CheckNoOverlaps(const std::vector<Entry>& entries) {
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return entries[a].header_offset < entries[b].header_offset;
+  });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const Entry& prev = entries[order[k - 1]];
+    const Entry& next = entries[order[k]];
+    const uint64_t prev_end = prev.data_offset + prev.size;  // checked inside the file
+    if (next.header_offset < prev_end) {
+      return Status::Corrupt("entry overlaps entry " + Quote(prev.name) + ", which spans [" +
+                             std::to_string(prev.header_offset) + ", " + std::to_string(prev_end) + ")")
+          .WithOffset(next.header_offset)
+          .WithRecord(next.name);
+    }
+  }
+  return Status::OK();
+}
+
+std::string CommonTopFolder(const std::vector<Entry>& entries) {
+  if (entries.empty()) return {};
+  const std::string_view top = TopFolder(entries.front().name);
+  if (top.empty()) return {};
+  for (const Entry& e : entries) {
+    if (TopFolder(e.name) != top) return {};
+  }
+  return std::string(top);
+}
+
+}  // namespace
+
+Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options) {
+  ZF_ASSIGN_OR_RETURN(EndRecords end, ReadEndRecords(src));
+  if (end.entries > options.max_entries) {
+    return Status::Limit("central directory declares " + std::to_string(end.entries) +
+                         " entries, more than the limit of " + std::to_string(options.max_entries) +
+                         " (ReadOptions::max_entries)")
+        .WithOffset(end.end_records_offset);
+  }
+  if (end.cd_size > options.max_central_directory_bytes || !std::in_range<size_t>(end.cd_size)) {
+    return Status::Limit("central directory of " + std::to_string(end.cd_size) +
+                         " bytes exceeds the limit of " +
+                         std::to_string(options.max_central_directory_bytes) +
+                         " (ReadOptions::max_central_directory_bytes)")
+        .WithOffset(end.cd_offset);
+  }
+  if (end.entries > end.cd_size / kCentralFileHeaderSize) {
+    return Status::Corrupt("end record declares " + std::to_string(end.entries) + " entries, but a " +
+                           std::to_string(end.cd_size) + "-byte central directory holds at most " +
+                           std::to_string(end.cd_size / kCentralFileHeaderSize))
+        .WithOffset(end.end_records_offset);
+  }
+  std::vector<std::byte> cd(static_cast<size_t>(end.cd_size));
+  ZF_TRY(ReadExactAt(src, end.cd_offset, cd));
+  ZF_ASSIGN_OR_RETURN(std::vector<CentralEntry> central,
+                      ParseCentralDirectory(cd, end.cd_offset, end.entries));
+  cd = {};
+  ZF_TRY(CheckNoDuplicates(central));
+
+  Archive archive;
+  archive.entries.reserve(central.size());
+  for (const CentralEntry& c : central) {
+    Result<Entry> e = ReadLocalHeader(src, c, end.cd_offset);
+    if (!e.ok()) return std::move(e).status().WithRecord(c.name);
+    archive.entries.push_back(std::move(e).value());
+  }
+  ZF_TRY(CheckNoOverlaps(archive.entries));
+  archive.top_folder = CommonTopFolder(archive.entries);
+  archive.by_name.resize(archive.entries.size());
+  for (size_t i = 0; i < archive.by_name.size(); ++i) archive.by_name[i] = i;
+  std::sort(archive.by_name.begin(), archive.by_name.end(), [&](size_t a, size_t b) {
+    return archive.entries[a].name < archive.entries[b].name;
+  });
+  return archive;
+}
+
+Result<Archive> ReadArchiveBytes(std::span<const std::byte> bytes, const ReadOptions& options) {
+  return ReadArchive(SpanSource(bytes), options);
+}
+
+const Entry* Archive::FindFullName(std::string_view name) const {
+  if (by_name.size() == entries.size()) {
+    auto it = std::lower_bound(by_name.begin(), by_name.end(), name,
+                               [&](size_t i, std::string_view n) { return entries[i].name < n; });
+    if (it != by_name.end() && entries[*it].name == name) return &entries[*it];
+    return nullptr;
+  }
+  for (const Entry& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+const Entry* Archive::Find(std::string_view relative) const {
+  if (top_folder.empty()) return FindFullName(relative);
+  std::string full;
+  full.reserve(top_folder.size() + 1 + relative.size());
+  full.append(top_folder).append("/").append(relative);
+  return FindFullName(full);
+}
+
+Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
+                                         uint64_t max_bytes) {
+  if (entry.size > max_bytes || !std::in_range<size_t>(entry.size)) {
+    return Status::Limit("entry of " + std::to_string(entry.size) +
+                         " bytes is larger than the limit of " + std::to_string(max_bytes) +
+                         " for reading it whole")
+        .WithOffset(entry.data_offset)
+        .WithRecord(entry.name);
+  }
+  std::vector<std::byte> data(static_cast<size_t>(entry.size));
+  Status read = ReadExactAt(src, entry.data_offset, data);
+  if (!read.ok()) return read.WithRecord(entry.name);
+  const uint32_t crc = Crc32(0, data);
+  if (crc != entry.crc32) {
+    return Status::Corrupt("CRC-32 of the data is " + Hex(crc, 8) + ", the central directory says " +
+                           Hex(entry.crc32, 8))
+        .WithOffset(entry.data_offset)
+        .WithRecord(entry.name);
+  }
+  return data;
+}
+
+}  // namespace zerofold::zip
