@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fixture_cases.h"
+
 namespace zerofold::zero {
 
 // Printing for doctest's failure messages.
@@ -667,23 +669,9 @@ TEST_CASE("error messages carry the numbers") {
 
 // --------------------------------------------------- real checkpoints --
 
-struct ExpectedTensor {
-  std::string name;
-  TensorKind kind;
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<SourceSlice> slices;
-};
-
-struct ExpectedPlan {
-  uint32_t world_size;
-  int zero_stage;
-  bool bf16_optimizer;
-  std::vector<ExpectedTensor> tensors;
-  std::vector<Tie> ties;
-};
-
-#include "fixture_cases.inc"
+using fixtures::ExpectedPlan;
+using fixtures::ExpectedTensor;
+using namespace fixtures;  // the cases: Zero1Ws2Fp16(), kZero1Ws2Fp16Plan, ...
 
 void CheckPlan(const MergePlan& plan, const ExpectedPlan& want) {
   CHECK_EQ(plan.world_size, want.world_size);
