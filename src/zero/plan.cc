@@ -430,6 +430,12 @@ Status Planner::PlanStage12Params() {
 // exactly the placements computed from param_shapes.
 Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& shapes,
                                    const std::vector<std::vector<SourceSlice>>& placed) {
+  // Per rank, the params placed there: (param index, slice). A rank's
+  // partition is one tensor, so a param has at most one slice per rank.
+  std::vector<std::vector<std::pair<size_t, const SourceSlice*>>> by_rank(world_size_);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (const SourceSlice& s : placed[i]) by_rank[s.file].emplace_back(i, &s);
+  }
   for (const OptimStates& o : ckpt_.optim_states) {
     if (!o.param_slice_mappings) continue;
     const std::vector<std::vector<SliceMapping>>& mappings = *o.param_slice_mappings;
@@ -441,10 +447,8 @@ Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& 
     // Placement of each param on this rank: (start in partition, count).
     std::unordered_map<std::string_view, std::pair<uint64_t, uint64_t>> here;
     uint64_t base = static_cast<uint64_t>(o.fp32_groups[group].storage_offset);
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      for (const SourceSlice& s : placed[i]) {
-        if (s.file == o.rank) here.emplace(shapes[i].name, std::make_pair(s.offset - base, s.count));
-      }
+    for (const auto& [i, s] : by_rank[o.rank]) {
+      here.emplace(shapes[i].name, std::make_pair(s->offset - base, s->count));
     }
     size_t matched = 0;
     std::unordered_set<std::string_view> seen;
