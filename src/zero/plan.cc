@@ -257,12 +257,9 @@ Status Planner::CheckRanks() {
                          ", this file holds the other key",
                      o.file);
     }
+    // DeepSpeed writes a list (one per param group) in stage 1/2 and an int
+    // in stage 3; either form is read as "these groups span that many ranks".
     if (o.partition_count.empty()) return Corrupt("partition_count is empty", o.file);
-    if (o.partition_count_is_list != (stage_ != 3)) {
-      return Corrupt(std::string("partition_count is ") + (o.partition_count_is_list ? "a list" : "an int") +
-                         " in a stage " + std::to_string(stage_) + " file",
-                     o.file);
-    }
     for (int64_t pc : o.partition_count) {
       if (pc != o.partition_count[0]) {
         Status s = Status::Unsupported("param groups partitioned over different world sizes (partition_count " +
@@ -358,7 +355,7 @@ Status Planner::PlanStage12Params() {
   const std::vector<OptimStates>& optim = ckpt_.optim_states;
   size_t groups = ms().param_shapes.size();
   for (const OptimStates& o : optim) {
-    if (o.fp32_groups.size() != groups || o.partition_count.size() != groups) {
+    if (o.fp32_groups.size() != groups || (o.partition_count_is_list && o.partition_count.size() != groups)) {
       return Corrupt("rank " + std::to_string(o.rank) + " has " + std::to_string(o.fp32_groups.size()) +
                          " fp32 partitions and partition_count " + torch::ShapeText(o.partition_count) + ", param_shapes has " +
                          std::to_string(groups) + " param groups",

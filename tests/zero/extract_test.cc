@@ -281,6 +281,15 @@ TEST_CASE("files that are not what they should be: kCorrupt naming the key") {
   CHECK_EQ(s.record(), "optimizer_state_dict");
   CHECK_EQ(s.message(), "neither single_partition_of_fp32_groups nor fp32_flat_groups: no fp32 weights");
 
+  GraphBuilder old;
+  root = old.Dict({{old.Str("optimizer_state_dict"),
+                    old.Dict({{old.Str("partition_count"), old.Int(2)},
+                              {old.Str("local_sub_partitions_of_fp32_groups"), old.List({})}})}});
+  s = ExtractOptimStates(Recognize(old, root), "o.pt", 0).status();
+  CHECK_EQ(s.code(), Code::kUnsupported);
+  CHECK_EQ(s.path(), "o.pt");
+  CHECK_EQ(s.record(), "optimizer_state_dict.local_sub_partitions_of_fp32_groups");
+
   GraphBuilder list_root;
   s = ExtractOptimStates(Recognize(list_root, list_root.List({})), "o.pt", 0).status();
   CHECK_EQ(s.code(), Code::kCorrupt);

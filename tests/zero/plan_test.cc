@@ -169,6 +169,23 @@ TEST_CASE("stage 2: padding spread over several ranks, params from offset 0 acro
   CHECK_EQ(Find(*plan, "b")->kind, TensorKind::kParam);
 }
 
+TEST_CASE("partition_count as an int (stage 3's form) or a list both give the world size") {
+  ZeroCheckpoint c = NineAtFour(2, {{4}, {4}, {4}, {1}});
+  for (OptimStates& o : c.optim_states) {
+    o.partition_count = {4};
+    o.partition_count_is_list = false;
+  }
+  CHECK(PlanMerge(c).ok());
+  ZeroCheckpoint s3 = Stage3({{{"p", {5}}}}, {{3}, {3}});
+  for (OptimStates& o : s3.optim_states) {
+    o.partition_count = {2};
+    o.partition_count_is_list = true;
+  }
+  CHECK(PlanMerge(s3).ok());
+  s3.optim_states[1].partition_count = {3};
+  CHECK_EQ(PlanStatus(s3).code(), Code::kNotFound);
+}
+
 TEST_CASE("stage 1: a partition's storage offset shifts its slices") {
   ZeroCheckpoint c = NineAtFour(1, {{4}, {4}, {4}, {1}});
   c.optim_states[1].fp32_groups[0] = Flat("big", 4, 100);
@@ -568,7 +585,7 @@ TEST_CASE("refused layouts and inconsistent rank files, with the code, file and 
       {"stage 2 file with fp32_flat_groups",
        [](ZeroCheckpoint& c) { c.optim_states[1].fp32_groups_key = Fp32GroupsKey::kFp32FlatGroups; },
        Code::kCorrupt, "zero_pp_rank_1_mp_rank_00_optim_states.pt", ""},
-      {"partition_count an int in stage 2", [](ZeroCheckpoint& c) { c.optim_states[3].partition_count_is_list = false; },
+      {"partition_count a list of 3 for 2 groups", [](ZeroCheckpoint& c) { c.optim_states[3].partition_count = {4, 4, 4}; },
        Code::kCorrupt, "zero_pp_rank_3_mp_rank_00_optim_states.pt", ""},
       {"fewer partitions than groups", [](ZeroCheckpoint& c) { c.optim_states[1].fp32_groups.pop_back(); },
        Code::kCorrupt, "zero_pp_rank_1_mp_rank_00_optim_states.pt", ""},
