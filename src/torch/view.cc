@@ -102,8 +102,8 @@ Result<ByteRange> ViewExtent(const Tensor& tensor) {
 Status CheckViews(const Checkpoint& ckpt) {
   for (const Storage& s : ckpt.storages) {
     if (s.record_size < s.nbytes)
-      return Status::Corrupt("record " + s.record + " has " + std::to_string(s.record_size) +
-                             " bytes, storage declares " + std::to_string(s.nbytes))
+      return Status::Corrupt("storage '" + s.key + "' declares " + std::to_string(s.nbytes) + " bytes, its record " +
+                             s.record + " holds only " + std::to_string(s.record_size))
           .WithRecord(s.record)
           .WithOffset(s.data_offset);
   }
