@@ -3,22 +3,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "io/mem.h"
+#include "test_files.h"
 #include "torch/tensor_recognizer.h"
 
 namespace zerofold::torch {
 namespace {
 
 Checkpoint Read(const std::string& rel) {
-  std::ifstream f(std::string(ZF_SOURCE_ROOT) + "/" + rel, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  REQUIRE_FALSE(s.empty());
-  io::MemSource src(rel, std::span(reinterpret_cast<const std::byte*>(s.data()), s.size()));
+  io::MemSource src(rel, testing::FixtureBytes(rel));
   Result<Checkpoint> c = ReadCheckpoint(src);
   REQUIRE_MESSAGE(c.ok(), c.status().ToString());
   return std::move(c).value();
