@@ -101,7 +101,9 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
       cur_end = std::max(cur_end, e.range.end);
     }
 
-    if (covered == storage.nbytes && storage.nbytes > 0) {
+    // No unreferenced byte: kept whole, also when it has none (a zero-byte
+    // storage under empty views is already exactly sized).
+    if (covered == storage.nbytes) {
       uint32_t out = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({s, 0, storage.nbytes, true, ""});
       for (const Extent& e : ext) tensor_output[e.tensor] = out;
