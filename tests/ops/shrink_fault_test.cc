@@ -10,24 +10,18 @@
 #include "io/fault_env.h"
 #include "io/mem_env.h"
 #include "ops/shrink.h"
+#include "ops/fixtures.h"
 #include "ops/verify.h"
 
 namespace zerofold::ops {
 namespace {
 
+using testing::Fixture;
+using testing::Text;
+
 using Bytes = std::vector<std::byte>;
 
-Bytes Fixture(const std::string& rel) {
-  Result<std::string> text = Env::Default()->ReadSmallFile(std::string(ZF_SOURCE_ROOT) + "/fixtures/" + rel, 1 << 26);
-  REQUIRE(text.ok());
-  std::span<const std::byte> b = std::as_bytes(std::span<const char>(text->data(), text->size()));
-  return Bytes(b.begin(), b.end());
-}
 
-Bytes Text(std::string_view s) {
-  std::span<const std::byte> b = std::as_bytes(std::span<const char>(s.data(), s.size()));
-  return Bytes(b.begin(), b.end());
-}
 
 // Legacy input takes its top folder from the output's name, so every test
 // writes to a file of the same name.

@@ -7,20 +7,17 @@
 
 #include "io/mem_env.h"
 #include "ops/shrink.h"
+#include "ops/fixtures.h"
 #include "torch/archive_writer.h"
 #include "zip/archive.h"
 
 namespace zerofold::ops {
 namespace {
 
+using testing::Fixture;
+
 using Bytes = std::vector<std::byte>;
 
-Bytes Fixture(const std::string& rel) {
-  Result<std::string> text = Env::Default()->ReadSmallFile(std::string(ZF_SOURCE_ROOT) + "/fixtures/" + rel, 1 << 26);
-  REQUIRE(text.ok());
-  std::span<const std::byte> b = std::as_bytes(std::span<const char>(text->data(), text->size()));
-  return Bytes(b.begin(), b.end());
-}
 
 // Trimmed and untrimmed files, zip and legacy, with and without zero-byte
 // storages.

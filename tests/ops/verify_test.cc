@@ -12,9 +12,12 @@
 #include "io/mem.h"
 #include "io/mem_env.h"
 #include "ops/shrink.h"
+#include "ops/fixtures.h"
 
 namespace zerofold::ops {
 namespace {
+
+using testing::Fixture;
 
 using torch::DType;
 
@@ -202,12 +205,6 @@ TEST_CASE("TensorDigest passes read errors up with the path and record") {
   }
 }
 
-std::vector<std::byte> Fixture(const std::string& rel) {
-  Result<std::string> text = Env::Default()->ReadSmallFile(std::string(ZF_SOURCE_ROOT) + "/fixtures/" + rel, 1 << 26);
-  REQUIRE(text.ok());
-  std::span<const std::byte> b = std::as_bytes(std::span<const char>(text->data(), text->size()));
-  return std::vector<std::byte>(b.begin(), b.end());
-}
 
 TEST_CASE("VerifyTensors accepts a shrunk file and names the tensor whose byte changed") {
   io::MemEnv mem;
