@@ -98,7 +98,7 @@ void CheckSameReport(const ShrinkReport& got, const ShrinkReport& want) {
 TEST_CASE("stream shrink writes the file form's bytes for every fixture") {
   TempDir tmp;
   Env* env = Env::Default();
-  size_t compared = 0, refused = 0;
+  size_t compared = 0, refused = 0, accepted = 0;
   for (const std::string& path : Fixtures()) {
     CAPTURE(path);
     // One output name for both forms: legacy input takes its stem as top folder.
@@ -106,6 +106,7 @@ TEST_CASE("stream shrink writes the file form's bytes for every fixture") {
     std::filesystem::remove(out);
     Result<ShrinkReport> file = ShrinkFile(env, path, out, {});
     const std::vector<std::byte> input = ReadFileBytes(path);
+    if (file.ok()) ++accepted;
     for (size_t chunk : {size_t{1} << 20, size_t{7}}) {
       CAPTURE(chunk);
       ShrinkOptions options;
@@ -135,7 +136,8 @@ TEST_CASE("stream shrink writes the file form's bytes for every fixture") {
     REQUIRE(zout->Finish().ok());
     CHECK(Unzstd(mem.bytes()) == ReadFileBytes(out));
   }
-  CHECK_EQ(compared, 2 * 57u);  // every good fixture, two chunkings
+  CHECK_GE(accepted, 57u);
+  CHECK_EQ(compared, 2 * accepted);  // every good fixture, two chunkings
   CHECK_EQ(refused, 2 * 5u);    // fixtures/bad: deflated, torchscript, three unsafe
 }
 
