@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "io/zstd_stream.h"
@@ -53,7 +54,7 @@ constexpr const char* kShrinkHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kShrinkFlags = {
+const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
     {"force", false, "overwrite an existing OUT"},
@@ -67,7 +68,7 @@ const std::vector<FlagSpec> kShrinkFlags = {
     {"zstd-threads", true, "threads compressing .zst output besides the main one (default 0)", "N"},
     {"zstd-window-log-max", true, "largest window of .zst input, as a power of two (default 27)", "N"},
     {"help", false, "show this help"},
-};
+});
 
 void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
@@ -131,6 +132,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   ops::ShrinkOptions options;
   options.keep_unsafe = args.Has("keep-unsafe");
   options.dry_run = args.Has("dry-run");
+  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("shrink", s.message());
   if (auto v = args.Value("buffer-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");

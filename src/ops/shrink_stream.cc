@@ -165,6 +165,17 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, c
     report.unsafe_globals = ckpt.unsafe_globals;
   }
   if (ckpt.big_endian) return BigEndian();
+  if (ckpt.format == torch::Format::kTorchLegacy) {
+    // As ShrinkFile: legacy pids have six items and zip archives need five;
+    // only tensor pids are rebuilt, so a bare storage cannot be carried over.
+    std::vector<bool> viewed(ckpt.storages.size(), false);
+    for (const torch::Tensor& t : ckpt.tensors) viewed[t.storage] = true;
+    for (size_t s = 0; s < ckpt.storages.size(); ++s)
+      if (!viewed[s])
+        return Status::Unsupported("legacy-format storage " + ckpt.storages[s].key +
+                                   " is held by no tensor; only tensors' storages are rewritten")
+            .WithRecord(ckpt.storages[s].record);
+  }
 
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   report.stored_before = plan.bytes_before;

@@ -85,9 +85,14 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
   std::vector<uint32_t> tensor_output(ckpt.tensors.size(), UINT32_MAX);
 
   for (uint32_t s = 0; s < n_storages; ++s) {
-    if (!referenced[s]) continue;
     const torch::Storage& storage = ckpt.storages[s];
     plan.bytes_before += storage.nbytes;
+    if (!referenced[s]) {
+      // A storage the pickle names but no tensor views (a bare storage
+      // object): nothing says which of its bytes matter, so keep it whole.
+      plan.storages.push_back({s, 0, storage.nbytes, true, ""});
+      continue;
+    }
     std::vector<Extent>& ext = extents[s];
     std::sort(ext.begin(), ext.end(), [](const Extent& a, const Extent& b) {
       return a.range.begin != b.range.begin ? a.range.begin < b.range.begin : a.tensor < b.tensor;

@@ -47,7 +47,7 @@ Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, cons
   for (size_t index : order) {
     const StorageRecord& rec = c.storages[index];
     const std::string name = prefix + "data/" + rec.key;
-    ZF_TRY(zip.BeginEntry(name, rec.nbytes));  // declared: torch's forms at every size (empty, zip64)
+    ZF_TRY(zip.BeginEntry(name, rec.nbytes));
     uint64_t emitted = 0;
     EmitBytes emit = [&](std::span<const std::byte> bytes) -> Status {
       emitted += bytes.size();
