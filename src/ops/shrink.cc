@@ -13,6 +13,7 @@
 namespace zerofold::ops {
 
 std::string StemOf(const std::string& path) {
+  if (path == io::kStdioName) return "archive";
   size_t slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   size_t dot = base.find('.');
@@ -107,7 +108,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   report.output_file_bytes = torch::TorchArchiveSize(contents);
   if (options.dry_run) return report;
 
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(output));
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
   std::vector<std::byte> buffer(std::max<size_t>(options.buffer_bytes, 4096));
   uint64_t done = 0;
   const uint64_t total = plan.bytes_after;
@@ -126,10 +127,10 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
     }
     return Status::OK();
   };
-  Status written = torch::WriteTorchArchive(contents, fill, sink.get());
+  Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
   if (!written.ok()) return written.WithPath(output);
   ZF_TRY(sink->Commit());
-  report.output_file_bytes = sink->position();
+  report.output_file_bytes = sink->stored_bytes();
   if (options.verify) {
     // src still reads the input's bytes, also after an in-place rename.
     Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);
