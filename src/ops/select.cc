@@ -7,7 +7,6 @@
 
 #include "json/writer.h"
 #include "ops/graph_children.h"
-#include "torch/format.h"
 #include "torch/tensor_recognizer.h"
 
 namespace zerofold::ops {
@@ -80,26 +79,18 @@ std::vector<Keyed> KeyedChildren(const Graph& g, NodeId n, std::string_view key,
       return out;
   }
   const pickle::ObjectData& obj = g.Object(n);
-  const bool ordered_dict = g.IsGlobal(obj.callable, torch::kCollectionsModule, torch::kOrderedDictClass);
-  if (ordered_dict) {
+  if (IsOrderedDict(g, n)) {
     what = "OrderedDict";
-    // OrderedDict([[k, v], ...]) as protocols 0 and 1 write it.
-    if (obj.args != kNoNode && g.kind(obj.args) == Kind::kTuple && g.Items(obj.args).size() == 1 &&
-        g.kind(g.Items(obj.args)[0]) == Kind::kList) {
-      for (NodeId pair : g.Items(g.Items(obj.args)[0])) {
-        if ((g.kind(pair) == Kind::kList || g.kind(pair) == Kind::kTuple) && g.Items(pair).size() == 2)
-          out.push_back({KeyDisplay(g, g.Items(pair)[0]), g.Items(pair)[1], MatchKey(g, g.Items(pair)[0], key)});
-      }
-    }
+    AddEntries(g, MappingEntries(g, n), key, out);
   } else {
     what = "object";
     if (g.kind(obj.callable) == Kind::kGlobal)
       what = std::string(g.GlobalModule(obj.callable)) + "." + std::string(g.GlobalName(obj.callable)) + " object";
     if (obj.args != kNoNode) out.push_back({std::string(kArgsKey), obj.args, key == kArgsKey ? 2 : 0});
+    AddEntries(g, obj.dict_items, key, out);
   }
   if (obj.kwargs != kNoNode) out.push_back({std::string(kKwargsKey), obj.kwargs, key == kKwargsKey ? 2 : 0});
   AddItems(obj.list_items, key, out);
-  AddEntries(g, obj.dict_items, key, out);
   if (obj.state != kNoNode) out.push_back({std::string(kStateKey), obj.state, key == kStateKey ? 2 : 0});
   return out;
 }
