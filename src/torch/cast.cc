@@ -158,6 +158,21 @@ BFloat16Nan TorchBFloat16Nan(std::span<const int64_t> shape, std::span<const int
   return st[0][0] == 1 && st[1][0] == 1 ? BFloat16Nan::kVector : BFloat16Nan::kScalar;
 }
 
+NanRule TorchNanRule(std::span<const int64_t> shape, std::span<const int64_t> stride) {
+  NanRule rule;
+  rule.nan = TorchBFloat16Nan(shape, stride);
+  uint64_t numel = 1;
+  int64_t expected = 1;  // C-contiguous: each dim of size > 1 steps by the product of the later sizes
+  bool contiguous = true;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && stride[d] != expected) contiguous = false;
+    expected *= shape[d];
+    numel *= static_cast<uint64_t>(shape[d]);
+  }
+  if (contiguous) rule.f64_vector_end = numel / kTorchFloat64ToBFloat16Vector * kTorchFloat64ToBFloat16Vector;
+  return rule;
+}
+
 bool IsCastable(DType dtype) {
   return dtype == DType::kFloat64 || dtype == DType::kFloat32 || dtype == DType::kFloat16 ||
          dtype == DType::kBFloat16;
@@ -230,7 +245,8 @@ uint32_t Float16ToFloat32(uint16_t bits) {
 uint32_t BFloat16ToFloat32(uint16_t bits) { return static_cast<uint32_t>(bits) << 16; }
 
 Status CastElements(DType from, DType to, std::span<const std::byte> src, std::span<std::byte> dst,
-                    BFloat16Nan nan) {
+                    const NanRule& rule, uint64_t first_element) {
+  const BFloat16Nan nan = rule.nan;
   if (!IsCastable(from) || !IsCastable(to))
     return Status::InvalidArgument("cannot cast " + std::string(Info(from).name) + " to " +
                                    std::string(Info(to).name));
@@ -250,8 +266,16 @@ Status CastElements(DType from, DType to, std::span<const std::byte> src, std::s
       if (to == D::kFloat32) Convert<uint64_t, uint32_t>(src, dst, Float64ToFloat32);
       if (to == D::kFloat16)
         Convert<uint64_t, uint16_t>(src, dst, [](uint64_t v) { return Float32ToFloat16(Float64ToFloat32(v)); });
-      if (to == D::kBFloat16)
-        Convert<uint64_t, uint16_t>(src, dst, [nan](uint64_t v) { return Float32ToBFloat16(Float64ToFloat32(v), nan); });
+      if (to == D::kBFloat16) {
+        // Elements before the scalar tail, then the tail.
+        const uint64_t end = std::max(rule.f64_vector_end, first_element) - first_element;
+        const size_t head = static_cast<size_t>(std::min<uint64_t>(end, src.size() / 8));
+        Convert<uint64_t, uint16_t>(src.first(head * 8), dst.first(head * 2),
+                                    [nan](uint64_t v) { return Float32ToBFloat16(Float64ToFloat32(v), nan); });
+        Convert<uint64_t, uint16_t>(src.subspan(head * 8), dst.subspan(head * 2), [](uint64_t v) {
+          return Float32ToBFloat16(Float64ToFloat32(v), BFloat16Nan::kScalar);
+        });
+      }
       break;
     case D::kFloat32:
       if (to == D::kFloat64) Convert<uint32_t, uint64_t>(src, dst, Float32ToFloat64);

@@ -14,12 +14,10 @@
 //   - float64 -> float32: IEEE round to nearest even; a NaN keeps its sign
 //     and the top 23 bits of its payload, with the quiet bit set (x86 cvtsd2ss).
 //   - float64 -> float16 / bfloat16: through float32, so rounded twice, as
-//     c10::Half and c10::BFloat16 only have float constructors. One NaN
-//     difference: torch's float64 -> bfloat16 loop converts whole vectors of
-//     16 and the rest of each inner loop (whose length depends on the layout
-//     and on how many threads split it) in its scalar loop, so the NaNs of
-//     those last elements come out 0x7FC0; we write the view's one NaN
-//     (TorchBFloat16Nan) for every element.
+//     c10::Half and c10::BFloat16 only have float constructors. torch's
+//     float64 -> bfloat16 loop converts whole vectors of 16 elements and the
+//     rest of each inner loop in its scalar loop, so the NaNs of those last
+//     elements come out 0x7FC0 (see NanRule).
 //   - float16 -> float32/64: exact; a NaN gets the quiet bit set.
 //   - bfloat16 -> float32: exact, bits shifted (a signaling NaN stays one);
 //     -> float64 through float32 (the quiet bit is set).
@@ -58,6 +56,26 @@ constexpr uint16_t kFloat16QuietNan = 0x7E00;
 // REQUIRES: shape.size() == stride.size().
 BFloat16Nan TorchBFloat16Nan(std::span<const int64_t> shape, std::span<const int64_t> stride);
 
+// Elements per vector of torch's float64 -> bfloat16 loop (AVX2 capability,
+// what torch 1.13 runs by default on x86-64, AVX-512 machines included).
+constexpr uint64_t kTorchFloat64ToBFloat16Vector = 16;
+
+// Which NaN each element of a view gets when rounded to bfloat16.
+struct NanRule {
+  BFloat16Nan nan = BFloat16Nan::kVector;
+  // float64 sources only: elements at this index (C order) and past it are
+  // in the scalar tail of torch's loop and get kScalar's NaN.
+  uint64_t f64_vector_end = UINT64_MAX;
+};
+
+// TorchBFloat16Nan's choice; for a C-contiguous view, whose elements
+// torch's loop takes in one inner loop, the float64 tail starts at numel
+// rounded down to a multiple of kTorchFloat64ToBFloat16Vector. Not modeled
+// (f64_vector_end stays UINT64_MAX): the tails of other layouts' inner
+// loops, and the split of views of 32768 elements or more among threads,
+// which depends on torch's thread count.
+NanRule TorchNanRule(std::span<const int64_t> shape, std::span<const int64_t> stride);
+
 // True for the dtypes these functions convert: float64, float32, float16, bfloat16.
 bool IsCastable(DType dtype);
 
@@ -69,11 +87,13 @@ uint64_t Float32ToFloat64(uint32_t bits);
 uint32_t Float16ToFloat32(uint16_t bits);
 uint32_t BFloat16ToFloat32(uint16_t bits);
 
-// Converts whole little-endian elements of `from` in src to `to` in dst.
-// kInvalidArgument if a dtype is not castable, src is not a whole number of
-// elements, or dst does not hold exactly as many elements. from == to copies.
+// Converts whole little-endian elements of `from` in src to `to` in dst;
+// src's first element is element `first_element` of its view (for
+// NanRule::f64_vector_end). kInvalidArgument if a dtype is not castable,
+// src is not a whole number of elements, or dst does not hold exactly as
+// many elements. from == to copies.
 Status CastElements(DType from, DType to, std::span<const std::byte> src, std::span<std::byte> dst,
-                    BFloat16Nan nan);
+                    const NanRule& rule, uint64_t first_element = 0);
 
 }  // namespace zerofold::torch
 

@@ -6,6 +6,7 @@
 #define ZEROFOLD_TORCH_RETARGET_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -18,6 +19,10 @@ struct NewStorage {
   std::string key;          // output record data/<key>
   uint64_t nbytes = 0;      // exact size
   uint32_t input_storage = 0;  // whose class and location the new pid copies
+  // Set when the storage's bytes are cast to another dtype (torch/cast.h):
+  // typed pids get this dtype's storage class, and the dtype argument of
+  // _rebuild_tensor_v3 (views of an UntypedStorage) becomes it.
+  std::optional<DType> dtype;
 };
 
 struct NewPlacement {

@@ -164,6 +164,33 @@ constexpr std::pair<uint64_t, uint16_t> kF64ToBF16Vector[] = {
     {0x7FF0000000000001, 0xFFFF},
 };
 
+// f64->bf16 of all 22 values as one contiguous tensor: torch's vector loop
+// takes the first 16, its scalar tail the last 6 (NaNs 0xFFFF, then 0x7FC0).
+constexpr std::pair<uint64_t, uint16_t> kF64ToBF16Whole[] = {
+    {0x0000000000000000, 0x0000},
+    {0x8000000000000000, 0x8000},
+    {0x3FF0000000000000, 0x3F80},
+    {0x3FF0020000400000, 0x3F80},
+    {0x3FF0000010000000, 0x3F80},
+    {0x3FF0000010000001, 0x3F80},
+    {0x7FEFFFFFFFFFFFFF, 0x7F80},
+    {0x47EFFFFFE0000000, 0x7F80},
+    {0x47EFFFFFEFFFFFFF, 0x7F80},
+    {0x36A0000000000000, 0x0000},
+    {0x3690000000000000, 0x0000},
+    {0x0000000000000001, 0x0000},
+    {0x7FF0000000000000, 0x7F80},
+    {0xFFF0000000000000, 0xFF80},
+    {0x7FF8000000000000, 0xFFFF},
+    {0x7FF0000000000001, 0xFFFF},
+    {0xFFFFFFFFFFFFFFFF, 0x7FC0},
+    {0x7FF0000020000000, 0x7FC0},
+    {0x3FF0020000400000, 0x3F80},
+    {0x3FF0100000400000, 0x3F80},
+    {0x40EFFDFFAE147AE1, 0x4780},
+    {0x37A16C262777579C, 0x0001},
+};
+
 template <typename In, typename Out, size_t N, typename Fn>
 void CheckTable(const char* name, const std::pair<In, Out> (&table)[N], Fn fn) {
   for (const auto& [in, want] : table) {
@@ -208,7 +235,7 @@ void CheckCast(DType from, DType to, const std::pair<In, Out> (&table)[N], BFloa
   }
   std::vector<std::byte> src = Pack(in);
   std::vector<std::byte> dst(N * sizeof(Out));
-  Status s = CastElements(from, to, src, dst, nan);
+  Status s = CastElements(from, to, src, dst, NanRule{nan, UINT64_MAX});
   REQUIRE(s.ok());
   CAPTURE(Info(from).name);
   CAPTURE(Info(to).name);
@@ -232,6 +259,41 @@ TEST_CASE("CastElements converts buffers for every pair torch's rounding was mea
   CheckCast(DType::kBFloat16, DType::kFloat64, kBF16ToF64);
 }
 
+TEST_CASE("float64 -> bfloat16 NaNs in the tail of torch's loop come out 0x7FC0") {
+  std::vector<uint64_t> in;
+  std::vector<uint16_t> want;
+  for (const auto& [a, b] : kF64ToBF16Whole) {
+    in.push_back(a);
+    want.push_back(b);
+  }
+  const std::vector<int64_t> shape = {static_cast<int64_t>(in.size())}, stride = {1};
+  const NanRule rule = TorchNanRule(shape, stride);
+  CHECK_EQ(rule.nan, BFloat16Nan::kVector);
+  CHECK_EQ(rule.f64_vector_end, 16u);
+  std::vector<std::byte> src = Pack(in), dst(in.size() * 2);
+  REQUIRE(CastElements(DType::kFloat64, DType::kBFloat16, src, dst, rule).ok());
+  CHECK(dst == Pack(want));
+  // The same in two chunks, the second starting at element 10.
+  std::vector<std::byte> a(20), b(24);
+  REQUIRE(CastElements(DType::kFloat64, DType::kBFloat16, std::span(src).first(80), a, rule, 0).ok());
+  REQUIRE(CastElements(DType::kFloat64, DType::kBFloat16, std::span(src).subspan(80), b, rule, 10).ok());
+  a.insert(a.end(), b.begin(), b.end());
+  CHECK(a == Pack(want));
+}
+
+TEST_CASE("TorchNanRule: the float64 tail is modeled for C-contiguous views only") {
+  auto end = [](std::vector<int64_t> shape, std::vector<int64_t> stride) {
+    return TorchNanRule(shape, stride).f64_vector_end;
+  };
+  CHECK_EQ(end({9}, {1}), 0u);
+  CHECK_EQ(end({40}, {1}), 32u);
+  CHECK_EQ(end({4, 8}, {8, 1}), 32u);
+  CHECK_EQ(end({3, 1, 7}, {7, 99, 1}), 16u);
+  CHECK_EQ(end({8, 8}, {1, 8}), UINT64_MAX);  // transposed
+  CHECK_EQ(end({32}, {2}), UINT64_MAX);
+  CHECK_EQ(TorchNanRule(std::vector<int64_t>{}, std::vector<int64_t>{}).nan, BFloat16Nan::kScalar);
+}
+
 TEST_CASE("float16 -> float32 -> float16 is the identity on every non-NaN value") {
   int checked = 0;
   for (uint32_t h = 0; h <= 0xFFFF; ++h) {
@@ -246,13 +308,13 @@ TEST_CASE("float16 -> float32 -> float16 is the identity on every non-NaN value"
 
 TEST_CASE("CastElements refuses what it cannot convert") {
   std::vector<std::byte> src(8), dst(4);
-  Status s = CastElements(DType::kInt32, DType::kFloat32, src, std::span<std::byte>(src.data(), 8), BFloat16Nan::kVector);
+  Status s = CastElements(DType::kInt32, DType::kFloat32, src, std::span<std::byte>(src.data(), 8), NanRule{});
   CHECK_EQ(s.code(), Code::kInvalidArgument);
   CHECK_EQ(s.message(), "cannot cast int32 to float32");
-  s = CastElements(DType::kFloat32, DType::kFloat16, std::span<const std::byte>(src.data(), 6), dst, BFloat16Nan::kVector);
+  s = CastElements(DType::kFloat32, DType::kFloat16, std::span<const std::byte>(src.data(), 6), dst, NanRule{});
   CHECK_EQ(s.code(), Code::kInvalidArgument);
   CHECK_EQ(s.message(), "cast of 6 bytes of float32 into 4 bytes of float16");
-  s = CastElements(DType::kFloat32, DType::kFloat16, src, std::span<std::byte>(dst.data(), 2), BFloat16Nan::kVector);
+  s = CastElements(DType::kFloat32, DType::kFloat16, src, std::span<std::byte>(dst.data(), 2), NanRule{});
   CHECK_EQ(s.code(), Code::kInvalidArgument);
   CHECK(IsCastable(DType::kBFloat16));
   CHECK_FALSE(IsCastable(DType::kFloat8E4M3FN));
