@@ -151,7 +151,7 @@ Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const to
   for (size_t depth = 0; depth < keys.size(); ++depth) {
     const std::string& key = keys[depth];
     if (tensor_nodes.count(node))
-      return Status::NotFound("--select: " + Where(keys, depth) + " is a tensor, which has no key \"" + key + "\"");
+      return Status::InvalidArgument("--select: " + Where(keys, depth) + " is a tensor, which has no key \"" + key + "\"");
     std::string what;
     std::vector<Keyed> children = KeyedChildren(g, node, key, what);
     const Keyed* best = nullptr;
@@ -171,7 +171,7 @@ Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const to
       if (children.size() > kMaxListedKeys)
         message += " (and " + std::to_string(children.size() - kMaxListedKeys) + " more)";
     }
-    return Status::NotFound(message);
+    return Status::InvalidArgument(message);
   }
 
   ZF_ASSIGN_OR_RETURN(torch::Recognized found,

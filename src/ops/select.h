@@ -32,7 +32,7 @@ Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath);
 // from it (only those under it remain), storages keep their indexes (those
 // no remaining tensor references are not written), and unsafe_globals keeps
 // only the globals reachable from it. An empty keypath changes nothing.
-// Errors: kNotFound when a key is missing, naming the level reached and
+// Errors: kInvalidArgument when a key is missing, naming the level reached and
 // listing its keys (at most 20, then how many more); kInvalidArgument for a
 // malformed keypath; the recognizer's errors for the subtree.
 Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const torch::ReadOptions& options);

@@ -92,6 +92,7 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   shrink.dtype = options.dtype;
   shrink.select = options.select;
   const std::string name = SingleFileName(ShardFormat::kTorch);
+  if (!options.dry_run) ZF_TRY(env->CreateDirs(output));
   ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, input, model::JoinPath(output, name), shrink));
   ConvertReport report;
   report.inputs = {input};
