@@ -623,7 +623,27 @@ class Dtype(Tmp):
                     self.assertEqual(shape, list(want[k].shape))
                     self.assertEqual(data, logical_bytes(want[k]))
 
-    def test_float8_cannot_be_cast_and_bad_targets_are_usage_errors(self):
+    def test_torch_folder_cast_keeps_its_shards(self):
+        src = fixture("hf/bloated")
+        out = self.out("bf16")
+        run("--dtype", "bfloat16", src, out)
+        index_in = load_json(os.path.join(src, "pytorch_model.bin.index.json"))
+        index = load_json(os.path.join(out, "pytorch_model.bin.index.json"))
+        self.assertEqual(index["weight_map"], index_in["weight_map"])
+        total = 0
+        for f in sorted(set(index["weight_map"].values())):
+            want = oracle.load(os.path.join(src, f))
+            got = oracle.load(os.path.join(out, f))
+            self.assertEqual(list(got), list(want))
+            for k, v in want.items():
+                w = v.to(torch.bfloat16) if v.is_floating_point() else v
+                self.assertEqual(oracle.compare_tensors(got[k], w, strides=False), [], k)
+                if index["weight_map"].get(k) == f:
+                    total += w.numel() * w.element_size()
+        self.assertEqual(index["metadata"]["total_size"], total)
+        self.assertTrue(os.path.exists(os.path.join(out, "config.json")))
+
+    def test_bad_targets_are_usage_errors(self):
         p = run("--dtype", "float64", fixture("torch/state_dict.pt"), self.out("x.pt"), ok=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--dtype takes bfloat16, float16 or float32, not 'float64'", p.stderr)

@@ -1,4 +1,5 @@
 #include "torch/cast.h"
+#include "ops/cast.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint_builder.h"
 #include "io/cursor.h"
+#include "io/mem.h"
+#include "plan/shrink_plan.h"
 #include "torch/checkpoint.h"
 
 namespace zerofold::torch {
@@ -357,3 +361,95 @@ TEST_CASE("TorchBFloat16Nan follows torch's choice of loop") {
 
 }  // namespace
 }  // namespace zerofold::torch
+
+namespace zerofold::ops {
+namespace {
+
+using torch::DType;
+
+TEST_CASE("--dtype targets and what each dtype becomes") {
+  CHECK_EQ(ParseCastTarget("bfloat16"), DType::kBFloat16);
+  CHECK_EQ(ParseCastTarget("float16"), DType::kFloat16);
+  CHECK_EQ(ParseCastTarget("float32"), DType::kFloat32);
+  CHECK_FALSE(ParseCastTarget("float64"));
+  CHECK_FALSE(ParseCastTarget("half"));
+  CHECK_EQ(OutputDType(DType::kFloat64, DType::kBFloat16).value(), DType::kBFloat16);
+  CHECK_EQ(OutputDType(DType::kFloat32, std::nullopt).value(), DType::kFloat32);
+  CHECK_EQ(OutputDType(DType::kInt64, DType::kFloat16).value(), DType::kInt64);
+  CHECK_EQ(OutputDType(DType::kBool, DType::kFloat16).value(), DType::kBool);
+  CHECK_EQ(OutputDType(DType::kComplex64, DType::kFloat16).value(), DType::kComplex64);
+  CHECK_EQ(OutputDType(DType::kQInt8, DType::kFloat16).value(), DType::kQInt8);
+  Result<DType> f8 = OutputDType(DType::kFloat8E4M3FN, DType::kFloat32);
+  CHECK_EQ(f8.status().code(), Code::kUnsupported);
+  CHECK_EQ(f8.status().message(), "--dtype float32 cannot convert float8_e4m3fn tensors");
+}
+
+TEST_CASE("each output storage is cast once, at its views' dtype") {
+  // Storage 0: a float32 buffer with two disjoint views (two output
+  // storages); storage 1: int64; storage 2: a float32 view and its
+  // transpose (one output storage, NaN rule of the first view).
+  torch::Checkpoint ckpt = testing::BuildCheckpoint(
+      {400, 80, 64}, {{"a", 0, DType::kFloat32, {10}, {1}, 0},
+                      {"b", 0, DType::kFloat32, {5}, {2}, 50},
+                      {"i", 1, DType::kInt64, {10}, {1}, 0},
+                      {"m", 2, DType::kFloat32, {4, 4}, {4, 1}, 0},
+                      {"mt", 2, DType::kFloat32, {4, 4}, {1, 4}, 0}});
+  ckpt.storages[1].dtype = DType::kInt64;
+  plan::ShrinkPlan plan = plan::PlanShrink(ckpt).value();
+  REQUIRE_EQ(plan.storages.size(), 4u);
+  std::vector<StorageCast> casts = PlanStorageCasts(ckpt, plan, DType::kBFloat16).value();
+  REQUIRE_EQ(casts.size(), 4u);
+  const StorageCast& a = casts[plan.views[0].output_storage];
+  CHECK(a.cast());
+  CHECK_EQ(a.out_nbytes, 20u);
+  CHECK_EQ(a.nan.f64_vector_end, 0u);  // C-contiguous, 10 elements: all in the tail
+  const StorageCast& b = casts[plan.views[1].output_storage];
+  CHECK_EQ(b.out_nbytes, 18u);  // 9 elements spanned by a stride-2 view of 5
+  CHECK_EQ(b.nan.nan, torch::BFloat16Nan::kScalar);
+  const StorageCast& i = casts[plan.views[2].output_storage];
+  CHECK_FALSE(i.cast());
+  CHECK_EQ(i.out_nbytes, 80u);
+  const StorageCast& m = casts[plan.views[3].output_storage];
+  CHECK_EQ(plan.views[3].output_storage, plan.views[4].output_storage);
+  CHECK_EQ(m.out_nbytes, 32u);
+  CHECK_EQ(m.nan.f64_vector_end, UINT64_MAX);  // two different views share it
+  // No target: nothing is cast.
+  std::vector<StorageCast> none = PlanStorageCasts(ckpt, plan, std::nullopt).value();
+  for (const StorageCast& c : none) CHECK_FALSE(c.cast());
+}
+
+TEST_CASE("a storage viewed as two dtypes cannot be cast") {
+  torch::Checkpoint ckpt = testing::BuildCheckpoint(
+      {16}, {{"f", 0, DType::kFloat32, {4}, {1}, 0}, {"i", 0, DType::kInt32, {4}, {1}, 0}});
+  ckpt.storages[0].untyped = true;
+  plan::ShrinkPlan plan = plan::PlanShrink(ckpt).value();
+  Result<std::vector<StorageCast>> r = PlanStorageCasts(ckpt, plan, DType::kFloat16);
+  CHECK_EQ(r.status().code(), Code::kUnsupported);
+  CHECK_EQ(r.status().record(), "i");
+  CHECK(PlanStorageCasts(ckpt, plan, std::nullopt).ok());
+}
+
+TEST_CASE("CastCopier emits a byte range cast in whole elements") {
+  std::vector<std::byte> file(4 + 4 * 300);
+  for (uint32_t k = 0; k < 300; ++k) io::EncodeU32le(file.data() + 4 + 4 * k, torch::Float16ToFloat32(static_cast<uint16_t>(k * 7)));
+  io::MemSource src("mem", file);
+  CastCopier copier(64);
+  StorageCast c{DType::kFloat32, DType::kFloat16, {}, 600};
+  std::vector<std::byte> out;
+  size_t chunks = 0;
+  REQUIRE(copier.Copy(src, 4, 1200, c, "rec", [&](std::span<const std::byte> b) {
+    out.insert(out.end(), b.begin(), b.end());
+    ++chunks;
+    return Status::OK();
+  }).ok());
+  REQUIRE_EQ(out.size(), 600u);
+  for (uint32_t k = 0; k < 300; ++k) CHECK_EQ(io::DecodeU16le(out.data() + 2 * k), static_cast<uint16_t>(k * 7));
+  CHECK_EQ(chunks, 19u);  // 64-byte reads of 16 float32
+  Status s = copier.Copy(src, 1000, 400, c, "rec", [](std::span<const std::byte>) { return Status::OK(); });
+  CHECK_EQ(s.code(), Code::kCorrupt);
+  CHECK_EQ(s.record(), "rec");
+  CHECK_EQ(s.path(), "mem");
+}
+
+}  // namespace
+}  // namespace zerofold::ops
