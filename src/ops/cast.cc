@@ -24,6 +24,7 @@ Result<torch::DType> OutputDType(torch::DType dtype, std::optional<torch::DType>
 }
 
 uint64_t OutputNbytes(const torch::Tensor& tensor, torch::DType out) {
+  if (out == tensor.dtype) return tensor.nbytes();
   std::optional<uint64_t> n = io::CheckedMul<uint64_t>(tensor.numel(), torch::Info(out).itemsize);
   return n ? *n : UINT64_MAX;
 }
@@ -64,6 +65,12 @@ Result<std::vector<StorageCast>> PlanStorageCasts(const torch::Checkpoint& ckpt,
     c.out_nbytes = c.cast() ? n / torch::Info(c.from).itemsize * torch::Info(c.to).itemsize : n;
   }
   return casts;
+}
+
+std::vector<std::optional<torch::DType>> CastTargets(std::span<const StorageCast> casts) {
+  std::vector<std::optional<torch::DType>> out;
+  for (const StorageCast& c : casts) out.push_back(c.cast() ? std::optional(c.to) : std::nullopt);
+  return out;
 }
 
 CastCopier::CastCopier(size_t buffer_bytes)

@@ -34,7 +34,8 @@ std::optional<torch::DType> ParseCastTarget(std::string_view name);
 // floating dtype the cast does not convert (float8, float4 variants).
 Result<torch::DType> OutputDType(torch::DType dtype, std::optional<torch::DType> target);
 
-// numel x the output dtype's item size (saturating, as Tensor::nbytes).
+// The tensor's logical bytes as `out` (Tensor::nbytes when out is its own
+// dtype, packed sub-byte types included), saturating.
 uint64_t OutputNbytes(const torch::Tensor& tensor, torch::DType out);
 
 struct StorageCast {
@@ -53,6 +54,9 @@ struct StorageCast {
 // cannot be cast.
 Result<std::vector<StorageCast>> PlanStorageCasts(const torch::Checkpoint& ckpt, const plan::ShrinkPlan& plan,
                                                   std::optional<torch::DType> target);
+
+// Per storage: the dtype it is cast to, or nullopt (RetargetTensors' casts).
+std::vector<std::optional<torch::DType>> CastTargets(std::span<const StorageCast> casts);
 
 // Copies byte ranges of a source, cast, through one buffer. Not thread-safe.
 class CastCopier {

@@ -72,6 +72,9 @@ Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, c
                         const EmitChunk& emit) {
   ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(view));
   if (view.numel() == 0) return Status::OK();
+  if (torch::ElementBits(view.dtype) % 8 != 0)
+    return Status::Unsupported("cannot gather packed " + std::string(torch::Info(view.dtype).name) + " elements")
+        .WithRecord(view.name);
   const uint64_t itemsize = torch::Info(view.dtype).itemsize;
   src_ = &src;
   base_ = storage_data_offset;

@@ -30,7 +30,8 @@ class Gatherer {
   // Emits the elements of `view` in C order, in chunks of at most the buffer
   // size, reading its storage, whose byte 0 is at `storage_data_offset` in
   // src. An empty view emits nothing. kCorrupt if the view's extent cannot
-  // be computed; read errors as src returns them (the caller adds the record).
+  // be computed; kUnsupported for packed sub-byte dtypes (quint4x2,
+  // quint2x4); read errors as src returns them (the caller adds the record).
   // REQUIRES: the view lies inside its storage's bytes in src (CheckViews).
   Status Gather(const RandomSource& src, uint64_t storage_data_offset, const torch::Tensor& view,
                 const EmitChunk& emit);

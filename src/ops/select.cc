@@ -102,16 +102,17 @@ std::string Where(const std::vector<std::string>& keys, size_t depth) {
   return "\"" + path + "\"";
 }
 
-// "module.name" of every global reachable from root.
-std::unordered_set<std::string> ReachableGlobals(const Graph& g, NodeId root) {
-  std::unordered_set<std::string> out;
+// Calls fn(n) for every node reachable from root, once each.
+template <typename Fn>
+void ForEachReachable(const Graph& g, NodeId root, Fn&& fn) {
+  if (root >= g.size()) return;
   std::vector<bool> seen(g.size(), false);
   std::vector<NodeId> stack = {root};
   seen[root] = true;
   while (!stack.empty()) {
     NodeId n = stack.back();
     stack.pop_back();
-    if (g.kind(n) == Kind::kGlobal) out.insert(std::string(g.GlobalModule(n)) + "." + std::string(g.GlobalName(n)));
+    fn(n);
     ForEachChild(g, n, [&](NodeId c) {
       if (c < g.size() && !seen[c]) {
         seen[c] = true;
@@ -119,7 +120,6 @@ std::unordered_set<std::string> ReachableGlobals(const Graph& g, NodeId root) {
       }
     });
   }
-  return out;
 }
 
 }  // namespace
@@ -176,14 +176,45 @@ Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const to
 
   ZF_ASSIGN_OR_RETURN(torch::Recognized found,
                       torch::RecognizeTensors(g, node, torch::RecognizeOptionsFor(ckpt.format, options)));
-  // Storages are every pid of the graph in document order, whatever the root.
+  // Storages are every pid of the graph in document order, whatever the root;
+  // the ones the subtree does not reach are dropped below.
   if (found.storages.size() != ckpt.storages.size())
     return Status::Internal("the subtree names " + std::to_string(found.storages.size()) + " storages, the file " +
                             std::to_string(ckpt.storages.size()));
   ckpt.root = node;
   ckpt.tensors = std::move(found.tensors);
-  std::unordered_set<std::string> reachable = ReachableGlobals(g, node);
-  std::erase_if(ckpt.unsafe_globals, [&](const std::string& name) { return !reachable.count(name); });
+  std::unordered_set<std::string> globals;
+  ForEachReachable(g, node, [&](NodeId n) {
+    if (g.kind(n) == Kind::kGlobal) globals.insert(std::string(g.GlobalModule(n)) + "." + std::string(g.GlobalName(n)));
+  });
+  std::erase_if(ckpt.unsafe_globals, [&](const std::string& name) { return !globals.count(name); });
+  return DropUnreachableStorages(ckpt);
+}
+
+Status DropUnreachableStorages(torch::Checkpoint& ckpt) {
+  const Graph& g = ckpt.graph;
+  std::unordered_set<std::string> keys;
+  Status bad;
+  ForEachReachable(g, ckpt.root, [&](NodeId n) {
+    if (g.kind(n) != Kind::kPersId || !bad.ok()) return;
+    Result<std::optional<torch::StoragePid>> pid = torch::ParseStoragePid(g, n, ckpt.format);
+    if (!pid.ok()) bad = pid.status();
+    else if (pid->has_value()) keys.insert((*pid)->key);
+  });
+  ZF_TRY(bad);
+  std::vector<uint32_t> index(ckpt.storages.size(), UINT32_MAX);
+  std::vector<torch::Storage> kept;
+  for (size_t s = 0; s < ckpt.storages.size(); ++s) {
+    if (!keys.count(ckpt.storages[s].key)) continue;
+    index[s] = static_cast<uint32_t>(kept.size());
+    kept.push_back(std::move(ckpt.storages[s]));
+  }
+  for (torch::Tensor& t : ckpt.tensors) {
+    if (t.storage >= index.size() || index[t.storage] == UINT32_MAX)
+      return Status::Internal("tensor " + t.name + " views a storage its root does not reach");
+    t.storage = index[t.storage];
+  }
+  ckpt.storages = std::move(kept);
   return Status::OK();
 }
 

@@ -29,13 +29,18 @@ namespace zerofold::ops {
 Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath);
 
 // Makes the node at `keypath` the root of ckpt: tensors are named again
-// from it (only those under it remain), storages keep their indexes (those
-// no remaining tensor references are not written), and unsafe_globals keeps
-// only the globals reachable from it. An empty keypath changes nothing.
+// from it (only those under it remain), only the storages it reaches remain
+// (DropUnreachableStorages), and unsafe_globals keeps only the globals
+// reachable from it. An empty keypath changes nothing.
 // Errors: kInvalidArgument when a key is missing, naming the level reached and
 // listing its keys (at most 20, then how many more); kInvalidArgument for a
 // malformed keypath; the recognizer's errors for the subtree.
 Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const torch::ReadOptions& options);
+
+// Removes the storages that no persistent id reachable from ckpt.root
+// names (a writer would otherwise carry them), renumbering Tensor::storage.
+// kInternal if a tensor's storage is among them.
+Status DropUnreachableStorages(torch::Checkpoint& ckpt);
 
 }  // namespace zerofold::ops
 

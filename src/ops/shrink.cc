@@ -78,13 +78,13 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   for (size_t i = 0; i < plan.storages.size(); ++i) {
     const plan::OutputStorage& o = plan.storages[i];
     const StorageCast& c = (*casts)[i];
-    new_storages.push_back({o.key, c.out_nbytes, o.input_storage, c.cast() ? std::optional(c.to) : std::nullopt});
+    new_storages.push_back({o.key, c.out_nbytes, o.input_storage});
     records.push_back({o.key, c.out_nbytes});
     report.stored_after += c.out_nbytes;
   }
   std::vector<torch::NewPlacement> placements;
   for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements));
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(*casts)));
   Result<std::vector<std::byte>> pkl = pickle::Encode(ckpt.graph, ckpt.root);
   if (!pkl.ok()) return Status(pkl.status()).WithPath(input);
 

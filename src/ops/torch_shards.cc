@@ -9,6 +9,7 @@
 #include "model/hf_folder.h"
 #include "ops/cast.h"
 #include "ops/plain_values.h"
+#include "ops/select.h"
 #include "ops/shrink.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
@@ -49,13 +50,12 @@ Result<uint64_t> WriteShard(Env* env, Input& in, pickle::NodeId root, const std:
   std::vector<torch::StorageRecord> records;
   for (size_t i = 0; i < plan.storages.size(); ++i) {
     const StorageCast& c = casts[i];
-    new_storages.push_back({plan.storages[i].key, c.out_nbytes, plan.storages[i].input_storage,
-                            c.cast() ? std::optional(c.to) : std::nullopt});
+    new_storages.push_back({plan.storages[i].key, c.out_nbytes, plan.storages[i].input_storage});
     records.push_back({plan.storages[i].key, c.out_nbytes});
   }
   std::vector<torch::NewPlacement> placements;
   for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements));
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(casts)));
   ZF_ASSIGN_OR_RETURN(std::vector<std::byte> pkl, pickle::Encode(ckpt.graph, root));
   torch::ArchiveContents contents;
   contents.top_folder = StemOf(path);
@@ -157,21 +157,26 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   };
   CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
   const std::vector<torch::Tensor> all = std::move(ckpt.tensors);
+  const std::vector<torch::Storage> all_storages = ckpt.storages;
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written;
   const size_t n = plan.shards.size();
   for (size_t k = 0; k < n; ++k) {
     const std::string name = ShardFileName(ShardFormat::kTorch, k + 1, n);
     const std::string path = model::JoinPath(output, name);
+    // The shard: a dict of its tensors, with only the storages it reaches.
     ckpt.tensors.clear();
-    pickle::NodeId root = ckpt.graph.AddDict();
+    ckpt.storages = all_storages;
+    ckpt.root = ckpt.graph.AddDict();
     for (uint32_t i : plan.shards[k]) {
       ckpt.tensors.push_back(all[i]);
-      ckpt.graph.SetItem(root, ckpt.graph.AddStr(all[i].name), all[i].node);
+      ckpt.graph.SetItem(ckpt.root, ckpt.graph.AddStr(all[i].name), all[i].node);
       weight_map.emplace_back(all[i].name, name);
       report.total_size += name_bytes[i];
     }
-    Result<uint64_t> size = WriteShard(env, in, root, path, extras, options, copier, wrote);
+    Status reach = DropUnreachableStorages(ckpt);
+    if (!reach.ok()) return reach.WithPath(input);
+    Result<uint64_t> size = WriteShard(env, in, ckpt.root, path, extras, options, copier, wrote);
     if (!size.ok()) return Status(size.status()).WithPath(input);
     report.files.push_back({path, *size, plan.shards[k].size()});
     written.insert(name);

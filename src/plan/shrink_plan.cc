@@ -101,7 +101,10 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
       cur_end = std::max(cur_end, e.range.end);
     }
 
-    if (covered == storage.nbytes && storage.nbytes > 0) {
+    // Packed sub-byte dtypes cannot start a storage mid-byte: keep whole.
+    bool packed = false;
+    for (const Extent& e : ext) packed |= torch::ElementBits(ckpt.tensors[e.tensor].dtype) < 8;
+    if ((covered == storage.nbytes && storage.nbytes > 0) || packed) {
       uint32_t out = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({s, 0, storage.nbytes, true, ""});
       for (const Extent& e : ext) tensor_output[e.tensor] = out;

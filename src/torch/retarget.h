@@ -19,10 +19,6 @@ struct NewStorage {
   std::string key;          // output record data/<key>
   uint64_t nbytes = 0;      // exact size
   uint32_t input_storage = 0;  // whose class and location the new pid copies
-  // Set when the storage's bytes are cast to another dtype (torch/cast.h):
-  // typed pids get this dtype's storage class, and the dtype argument of
-  // _rebuild_tensor_v3 (views of an UntypedStorage) becomes it.
-  std::optional<DType> dtype;
 };
 
 struct NewPlacement {
@@ -35,9 +31,16 @@ struct NewPlacement {
 // is left untouched (zip input); legacy pids (six items) are always rebuilt
 // as the zip format's five. Each new storage gets one key string node, shared
 // by its pids as torch.save shares them. kInvalidArgument if a storage's size
-// is not a whole number of its class's elements.
+// is not a whole number of its class's elements, or a cast dtype has no
+// storage class.
+//
+// `casts` is empty or parallel to `storages`: a dtype there says the
+// storage's bytes were cast to it (torch/cast.h), so its typed pids get that
+// dtype's storage class, and _rebuild_tensor_v3's dtype argument (views of
+// an UntypedStorage) becomes it.
 Status RetargetTensors(Checkpoint& ckpt, std::span<const NewStorage> storages,
-                       std::span<const NewPlacement> placements);
+                       std::span<const NewPlacement> placements,
+                       std::span<const std::optional<DType>> casts = {});
 
 }  // namespace zerofold::torch
 

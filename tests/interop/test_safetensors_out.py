@@ -220,7 +220,7 @@ def tie_groups(tensors):
         return i
     by_storage = collections.defaultdict(list)
     for i, t in enumerate(tensors):
-        ext = oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["itemsize"])
+        ext = oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["element_bits"])
         if ext:
             by_storage[t["storage"]].append((ext, i))
     for exts in by_storage.values():
@@ -268,6 +268,7 @@ EXPECTED_REFUSALS = {
     "torch/dtypes.pt": "complex128: unsupported: complex128 tensors have no safetensors dtype",
     "torch/legacy_dtypes.pt": "complex128: unsupported: complex128 tensors have no safetensors dtype",
     "torch/quantized.pt": "unsupported: quantized qint8 tensors have no safetensors dtype",
+    "torch/quantized_subbyte.pt": "unsupported: quantized quint4x2 tensors have no safetensors dtype",
 }
 
 
@@ -432,9 +433,7 @@ class BloatShards(Tmp):
             d = oracle.describe(obj)
             groups = tie_groups(d["tensors"])
             for t, g in zip(d["tensors"], groups):
-                n = t["itemsize"]
-                for s in t["shape"]:
-                    n *= s
+                n = t["nbytes"]
                 items.append((t["name"], n, base + g))
                 values[t["name"]] = by_path(obj, t["path"])
                 nbytes_of[t["name"]] = n
@@ -463,10 +462,8 @@ class BloatShards(Tmp):
         groups = tie_groups(d["tensors"])
         items, values, nbytes_of, span = [], {}, {}, {}
         for t, g in zip(d["tensors"], groups):
-            n = t["itemsize"]
-            for s in t["shape"]:
-                n *= s
-            ext = oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["itemsize"])
+            n = t["nbytes"]
+            ext = oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["element_bits"])
             b, e = span.get(g, (ext[0], ext[1]))
             span[g] = (min(b, ext[0]), max(e, ext[1]))
             values[t["name"]] = by_path(obj, t["path"])

@@ -41,8 +41,12 @@ TEST_CASE("selecting a nested dict renames its tensors from the new root") {
   const size_t storages = ckpt.storages.size();
   REQUIRE(SelectSubtree(ckpt, "optimizer/state/2", {}).ok());
   CHECK_EQ(Names(ckpt), std::vector<std::string>{"step", "exp_avg", "exp_avg_sq"});
-  CHECK_EQ(ckpt.storages.size(), storages);
+  // Only the subtree's storages remain, renumbered.
+  CHECK_LT(ckpt.storages.size(), storages);
+  REQUIRE_EQ(ckpt.storages.size(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) CHECK_EQ(ckpt.tensors[i].storage, i);
   CHECK_EQ(ckpt.tensors[1].shape, std::vector<int64_t>{3, 8});
+  CHECK_EQ(ckpt.storages[1].nbytes, 3u * 8 * 4);
   CHECK_EQ(ckpt.graph.kind(ckpt.root), pickle::Kind::kDict);
 }
 
@@ -62,6 +66,7 @@ TEST_CASE("module of a ZeRO-2 model-states file holds the 16-bit weights") {
   const size_t all = ckpt.tensors.size();
   REQUIRE(SelectSubtree(ckpt, "module", {}).ok());
   CHECK_LT(ckpt.tensors.size(), all);
+  for (const torch::Tensor& t : ckpt.tensors) CHECK_LT(t.storage, ckpt.storages.size());
   REQUIRE_FALSE(ckpt.tensors.empty());
   CHECK_EQ(ckpt.tensors[0].name, "transformer.emb_scale");
   CHECK_EQ(ckpt.tensors[2].name, "transformer.wte.weight");

@@ -32,7 +32,7 @@ torch::Checkpoint Model(std::vector<uint64_t> storage_nbytes, std::vector<ViewSp
   }
   for (size_t i = 0; i < views.size(); ++i) {
     torch::Tensor t{};
-    t.name = "t" + std::to_string(i);
+    t.name = std::string("t").append(std::to_string(i));
     t.dtype = views[i].dtype;
     t.shape = views[i].shape;
     t.stride = views[i].stride;
