@@ -296,8 +296,6 @@ int RunMerge(const std::vector<std::string>& argv) {
   progress.Clear();
   if (!r.ok()) {
     PrintError(r.status());
-    if (r.status().code() == Code::kNotFound && r.status().message().find("--tag") != std::string::npos)
-      PrintHint("name the tag folder with --tag, or give the tag folder itself as CKPT_DIR");
     if (as_json) {
       json::Writer w;
       w.BeginObject();

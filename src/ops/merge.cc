@@ -129,7 +129,8 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   }
   if (implied && options.format && *implied != *options.format)
     return Status::InvalidArgument("--to " + std::string(MergeFormatName(*options.format)) + " contradicts the " +
-                                   std::string(MergeFormatName(*implied)) + " file name " + out);
+                                   std::string(MergeFormatName(*implied)) + " file name")
+        .WithPath(out);
   report.format = implied ? *implied : options.format.value_or(MergeFormat::kTorch);
   if (single_file && env->IsDirectory(out))
     return Status::InvalidArgument("is a folder; a file name ending in .bin, .pt or .safetensors is written as a file")
@@ -147,11 +148,16 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   zero::PlanOptions plan_options;
   plan_options.float_dtype = options.dtype;
   plan_options.exclude_frozen = options.exclude_frozen;
-  ZF_ASSIGN_OR_RETURN(report.plan, zero::PlanMerge(loaded.description, plan_options));
+  Result<zero::MergePlan> planned = zero::PlanMerge(loaded.description, plan_options);
+  // The planner names the file concerned; errors about the whole set of
+  // files (a missing rank) get the tag folder.
+  if (!planned.ok()) return Status(planned.status()).WithPath(tag_folder);
+  report.plan = std::move(planned).value();
   ZF_ASSIGN_OR_RETURN(report.layout, LayOutMerge(report.plan, loaded.description, options.only));
   const zero::MergePlan& plan = report.plan;
   const MergeLayout& layout = report.layout;
-  ZF_TRY(CheckConversions(plan, layout));
+  Status convertible = CheckConversions(plan, layout);
+  if (!convertible.ok()) return convertible.WithPath(out);
 
   // Bytes each entry adds to its file: a torch tie shares its owner's storage.
   std::vector<uint64_t> entry_bytes;
