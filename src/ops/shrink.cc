@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/verify.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
@@ -53,6 +54,18 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   if (ckpt.big_endian)
     return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(input);
 
+  if (ckpt.format == torch::Format::kTorchLegacy) {
+    // Legacy pids have six items and zip archives need five; only tensor
+    // pids are rebuilt, so a bare storage object cannot be carried over.
+    std::vector<bool> viewed(ckpt.storages.size(), false);
+    for (const torch::Tensor& t : ckpt.tensors) viewed[t.storage] = true;
+    for (size_t s = 0; s < ckpt.storages.size(); ++s)
+      if (!viewed[s])
+        return Status::Unsupported("legacy-format storage " + ckpt.storages[s].key +
+                                   " is held by no tensor; only tensors' storages are rewritten")
+            .WithRecord(ckpt.storages[s].record)
+            .WithPath(input);
+  }
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   report.stored_before = plan.bytes_before;
   report.stored_after = plan.bytes_after;
@@ -117,6 +130,17 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   if (!written.ok()) return written.WithPath(output);
   ZF_TRY(sink->Commit());
   report.output_file_bytes = sink->position();
+  if (options.verify) {
+    // src still reads the input's bytes, also after an in-place rename.
+    Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);
+    if (!v.ok()) {
+      if (output != input) env->RemoveFile(output).IgnoreError();
+      return v.status();
+    }
+    report.verified = true;
+    report.verified_tensors = v->tensors;
+    report.verified_bytes = v->bytes;
+  }
   return report;
 }
 

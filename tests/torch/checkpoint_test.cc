@@ -16,6 +16,7 @@
 #include "io/cursor.h"
 #include "io/mem.h"
 #include "pickle_writer.h"
+#include "test_files.h"
 #include "torch/tensor_recognizer.h"
 #include "zip/crc32.h"
 #include "zip/writer.h"
@@ -25,16 +26,8 @@ namespace {
 
 using testing::PickleWriter;
 
-std::string Root() { return ZF_SOURCE_ROOT; }
-
-std::vector<std::byte> FileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), path);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(s.size());
-  std::transform(s.begin(), s.end(), out.begin(), [](char c) { return std::byte(static_cast<unsigned char>(c)); });
-  return out;
-}
+using testing::FixtureBytes;
+using testing::Root;
 
 std::vector<std::byte> Bytes(std::string_view s) {
   std::span<const std::byte> b = io::AsBytes(s);
@@ -95,7 +88,7 @@ std::vector<std::string> Lines(const std::string& path) {
 }
 
 std::vector<std::pair<std::string, std::string>> ExpectedFiles() {
-  std::vector<std::pair<std::string, std::string>> out;  // fixture path, expected path
+  std::vector<std::pair<std::string, std::string>> out;  // fixture (repo-relative), expected path
   for (const auto& e : std::filesystem::directory_iterator(Root() + "/tests/torch/expected")) {
     std::string name = e.path().filename().string();
     if (!name.ends_with(".txt")) continue;
@@ -108,7 +101,7 @@ std::vector<std::pair<std::string, std::string>> ExpectedFiles() {
         rel += name[i];
       }
     }
-    out.push_back({Root() + "/fixtures/" + rel, e.path().string()});
+    out.push_back({"fixtures/" + rel, e.path().string()});
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -119,7 +112,7 @@ TEST_CASE("every fixture reads as real torch loads it: storages, records, offset
   CHECK_EQ(files.size(), 36u);  // 18 deepspeed, 3 hf, 15 torch
   for (const auto& [fixture, expected_path] : files) {
     CAPTURE(fixture);
-    RecordingSource src(fixture, FileBytes(fixture));
+    RecordingSource src(fixture, FixtureBytes(fixture));
     Result<Checkpoint> c = ReadCheckpoint(src);
     REQUIRE_MESSAGE(c.ok(), c.status().ToString());
     std::vector<std::string> got = Describe(*c);
@@ -163,7 +156,7 @@ TEST_CASE("every fixture reads as real torch loads it: storages, records, offset
 }
 
 TEST_CASE("zip records other than data.pkl and data/ are kept; the top folder is the archive's") {
-  io::MemSource src("x", FileBytes(Root() + "/fixtures/torch/zip_rewritten.pt"));
+  io::MemSource src("x", FixtureBytes("fixtures/torch/zip_rewritten.pt"));
   Result<Checkpoint> c = ReadCheckpoint(src);
   REQUIRE(c.ok());
   CHECK_EQ(c->top_folder, "zip_rewritten");
@@ -172,8 +165,8 @@ TEST_CASE("zip records other than data.pkl and data/ are kept; the top folder is
   CHECK_EQ(names, std::vector<std::string>{"zip_rewritten/version"});
   CHECK_FALSE(c->big_endian);
   CHECK(c->unsafe_globals.empty());
-  io::MemSource ds("y", FileBytes(Root() + "/fixtures/deepspeed/zero1_ws2_fp16/ckpt/global_step2/"
-                                            "zero_pp_rank_0_mp_rank_00_optim_states.pt"));
+  io::MemSource ds("y", FixtureBytes("fixtures/deepspeed/zero1_ws2_fp16/ckpt/global_step2/"
+                                      "zero_pp_rank_0_mp_rank_00_optim_states.pt"));
   Result<Checkpoint> d = ReadCheckpoint(ds);
   REQUIRE(d.ok());
   CHECK_EQ(d->top_folder, "zero_pp_rank_0_mp_rank_00_optim_states");
@@ -382,14 +375,14 @@ TEST_CASE("files that are not torch.save checkpoints") {
 }
 
 TEST_CASE("fixtures/bad: TorchScript is unsupported, unsafe globals are listed") {
-  io::MemSource ts("torchscript.pt", FileBytes(Root() + "/fixtures/bad/torchscript.pt"));
+  io::MemSource ts("torchscript.pt", FixtureBytes("fixtures/bad/torchscript.pt"));
   Status s = ReadCheckpoint(ts).status();
   CHECK_EQ(s.code(), Code::kUnsupported);
   CHECK_EQ(s.record(), "torchscript/code/__torch__/zerofold_fixture_tiny.py");
   CHECK_EQ(s.message(), "a TorchScript archive (torch.jit.save), not a torch.save checkpoint");
-  io::MemSource deflated("deflated.pt", FileBytes(Root() + "/fixtures/bad/deflated.pt"));
+  io::MemSource deflated("deflated.pt", FixtureBytes("fixtures/bad/deflated.pt"));
   CHECK_EQ(ReadCheckpoint(deflated).status().code(), Code::kUnsupported);
-  io::MemSource unsafe("unsafe.pt", FileBytes(Root() + "/fixtures/bad/unsafe_os_system.pt"));
+  io::MemSource unsafe("unsafe.pt", FixtureBytes("fixtures/bad/unsafe_os_system.pt"));
   Result<Checkpoint> c = ReadCheckpoint(unsafe);
   REQUIRE_MESSAGE(c.ok(), c.status().ToString());
   CHECK_EQ(c->unsafe_globals, std::vector<std::string>{"posix.system"});
@@ -399,7 +392,7 @@ TEST_CASE("fixtures/bad: TorchScript is unsupported, unsafe globals are listed")
 }
 
 TEST_CASE("every strict prefix of a zip checkpoint fails cleanly") {
-  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/bare_tensor.pt");
+  std::vector<std::byte> bytes = FixtureBytes("fixtures/torch/bare_tensor.pt");
   for (size_t n = 0; n < bytes.size(); ++n) {
     CAPTURE(n);
     io::MemSource src("p", std::span<const std::byte>(bytes.data(), n));
@@ -418,7 +411,7 @@ bool BadInputCode(Code c) {
 }
 
 TEST_CASE("every byte of data.pkl changed: bad input codes only") {
-  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/tied_weights.pt");
+  std::vector<std::byte> bytes = FixtureBytes("fixtures/torch/tied_weights.pt");
   io::MemSource src("t", bytes);
   Result<zip::Archive> ar = zip::ReadArchive(src);
   REQUIRE(ar.ok());
@@ -452,7 +445,7 @@ TEST_CASE("every byte of data.pkl changed: bad input codes only") {
 }
 
 TEST_CASE("every byte of a legacy file's pickles changed: bad input codes only") {
-  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/legacy_views_tied.pt");
+  std::vector<std::byte> bytes = FixtureBytes("fixtures/torch/legacy_views_tied.pt");
   io::MemSource src("l", bytes);
   Result<Checkpoint> c = ReadCheckpoint(src);
   REQUIRE(c.ok());
@@ -630,7 +623,7 @@ TEST_CASE("legacy: module pids are not storages; int keys are decimal strings") 
 }
 
 TEST_CASE("every strict prefix of a legacy checkpoint fails with kCorrupt") {
-  std::vector<std::byte> bytes = FileBytes(Root() + "/fixtures/torch/legacy_state_dict.pt");
+  std::vector<std::byte> bytes = FixtureBytes("fixtures/torch/legacy_state_dict.pt");
   for (size_t n = 0; n < bytes.size(); ++n) {
     CAPTURE(n);
     io::MemSource src("p", std::span<const std::byte>(bytes.data(), n));
@@ -663,7 +656,7 @@ TEST_CASE("legacy pickles larger than the first read, and larger than max_pickle
 }
 
 TEST_CASE("max_pickle_bytes caps data.pkl") {
-  io::MemSource src("x", FileBytes(Root() + "/fixtures/torch/state_dict.pt"));
+  io::MemSource src("x", FixtureBytes("fixtures/torch/state_dict.pt"));
   ReadOptions small;
   small.max_pickle_bytes = 100;
   Status s = ReadCheckpoint(src, small).status();
