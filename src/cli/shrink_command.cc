@@ -58,6 +58,7 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
     {"force", false, "overwrite an existing OUT"},
+    {"verify", false, "read the output back; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
@@ -108,6 +109,12 @@ void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
   w.BeginArray();
   for (const std::string& g : r.unsafe_globals) w.String(g);
   w.EndArray();
+  if (r.verified) {
+    w.Key("verified_tensors");
+    w.Uint(r.verified_tensors);
+    w.Key("verified_bytes");
+    w.Uint(r.verified_bytes);
+  }
   w.EndObject();
 }
 
@@ -133,6 +140,8 @@ int RunShrink(const std::vector<std::string>& argv) {
   options.keep_unsafe = args.Has("keep-unsafe");
   options.dry_run = args.Has("dry-run");
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("shrink", s.message());
+  options.verify = args.Has("verify");
+  if (options.verify && options.dry_run) return UsageError("shrink", "--verify reads the output back; --dry-run writes none");
   if (auto v = args.Value("buffer-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");
@@ -241,6 +250,15 @@ int RunShrink(const std::vector<std::string>& argv) {
     }
     if (reports.size() > 1)
       std::fprintf(text_out, "total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
+    if (options.verify) {
+      size_t tensors = 0;
+      uint64_t bytes = 0;
+      for (const ops::ShrinkReport& r : reports) {
+        tensors += r.verified_tensors;
+        bytes += r.verified_bytes;
+      }
+      std::fprintf(text_out, "verified %zu tensors, %llu bytes\n", tensors, static_cast<unsigned long long>(bytes));
+    }
   }
   return kExitOk;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/verify.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
@@ -130,6 +131,17 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   if (!written.ok()) return written.WithPath(output);
   ZF_TRY(sink->Commit());
   report.output_file_bytes = sink->stored_bytes();
+  if (options.verify) {
+    // src still reads the input's bytes, also after an in-place rename.
+    Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);
+    if (!v.ok()) {
+      if (output != input) env->RemoveFile(output).IgnoreError();
+      return v.status();
+    }
+    report.verified = true;
+    report.verified_tensors = v->tensors;
+    report.verified_bytes = v->bytes;
+  }
   return report;
 }
 

@@ -22,6 +22,10 @@ struct ShrinkOptions {
   bool keep_unsafe = false;
   // Plan and report sizes; write nothing.
   bool dry_run = false;
+  // After writing, read the output back and compare every tensor's xxh3-128
+  // with the input's (ops/verify.h). A mismatch is kCorrupt naming the
+  // tensor, and the output is removed unless it replaced the input in place.
+  bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;
   // Called with bytes written so far and the total, at most once per buffer.
@@ -45,6 +49,9 @@ struct ShrinkReport {
   std::vector<std::string> unsafe_globals;  // carried through (keep_unsafe)
   // Each tensor's name and logical bytes (numel x itemsize), in order.
   std::vector<std::pair<std::string, uint64_t>> tensor_nbytes;
+  bool verified = false;         // verify ran and found every tensor equal
+  size_t verified_tensors = 0;   // verify: tensors compared
+  uint64_t verified_bytes = 0;   // verify: their logical bytes
 };
 
 // Shrinks the torch file `input` into `output` (a torch zip archive), which

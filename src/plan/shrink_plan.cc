@@ -106,10 +106,12 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
       cur_end = std::max(cur_end, e.range.end);
     }
 
-    // Packed sub-byte dtypes cannot start a storage mid-byte: keep whole.
+    // No unreferenced byte: kept whole, also when it has none (a zero-byte
+    // storage under empty views is already exactly sized). Packed sub-byte
+    // dtypes cannot start a storage mid-byte: kept whole too.
     bool packed = false;
     for (const Extent& e : ext) packed |= torch::ElementBits(ckpt.tensors[e.tensor].dtype) < 8;
-    if ((covered == storage.nbytes && storage.nbytes > 0) || packed) {
+    if (covered == storage.nbytes || packed) {
       uint32_t out = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({s, 0, storage.nbytes, true, ""});
       for (const Extent& e : ext) tensor_output[e.tensor] = out;

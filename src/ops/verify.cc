@@ -1,0 +1,233 @@
+#include "ops/verify.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/checked_math.h"
+
+namespace zerofold::ops {
+
+std::string Hash128::Hex() const {
+  char text[33];
+  std::snprintf(text, sizeof text, "%016" PRIx64 "%016" PRIx64, high, low);
+  return text;
+}
+
+namespace {
+
+struct StateDeleter {
+  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
+};
+using HashState = std::unique_ptr<XXH3_state_t, StateDeleter>;
+
+// One dimension of a view after dropping size-1 dims and merging dims that
+// are contiguous with the next: `size` elements `stride` elements apart.
+struct Dim {
+  uint64_t size;
+  uint64_t stride;
+};
+
+// The view's dims, outermost first, with size-1 dims dropped (they move no
+// element) and each dim merged into the next when it steps exactly over it
+// (stride_i == size_{i+1} * stride_{i+1}), so a contiguous tensor becomes
+// one dim of stride 1. REQUIRES: numel > 0, extent checked (so every
+// size x stride product below is at most twice the extent).
+std::vector<Dim> CollapsedDims(const torch::Tensor& t) {
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    uint64_t size = static_cast<uint64_t>(t.shape[i]);
+    uint64_t stride = static_cast<uint64_t>(t.stride[i]);
+    if (size == 1) continue;
+    if (!dims.empty() && dims.back().stride == size * stride) {
+      dims.back() = {dims.back().size * size, stride};
+    } else {
+      dims.push_back({size, stride});
+    }
+  }
+  if (dims.empty()) dims.push_back({1, 1});  // a 0-dim or all-ones tensor: one element
+  return dims;
+}
+
+// Streams a tensor's logical bytes into an xxh3 state. The buffer's first
+// half is a read window over the storage (for gathering elements), the
+// second half stages gathered bytes before they are hashed.
+class Digester {
+ public:
+  Digester(const RandomSource& src, const torch::Storage& storage, uint32_t itemsize,
+           std::span<std::byte> buffer, XXH3_state_t* state)
+      : src_(src), storage_(storage), itemsize_(itemsize), state_(state), buffer_(buffer),
+        window_(buffer.first(buffer.size() / 2)), staging_(buffer.subspan(buffer.size() / 2)) {}
+
+  // Hashes `count` contiguous elements starting at byte `pos` of the storage.
+  Status Run(uint64_t pos, uint64_t count) {
+    ZF_TRY(FlushStaging());
+    uint64_t left = count * itemsize_;
+    window_end_ = window_begin_;  // the whole buffer is overwritten below
+    while (left > 0) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(left, buffer_.size()));
+      ZF_TRY(Read(pos, buffer_.first(n)));
+      XXH3_128bits_update(state_, buffer_.data(), n);
+      pos += n;
+      left -= n;
+    }
+    return Status::OK();
+  }
+
+  // Hashes the element at byte `pos` of the storage.
+  Status Element(uint64_t pos, uint64_t extent_end) {
+    if (pos < window_begin_ || pos + itemsize_ > window_end_) {
+      // Refill from pos forward: row-major order mostly moves forward.
+      uint64_t n = std::min<uint64_t>(window_.size(), extent_end - pos);
+      ZF_TRY(Read(pos, window_.first(static_cast<size_t>(n))));
+      window_begin_ = pos;
+      window_end_ = pos + n;
+    }
+    if (staged_ + itemsize_ > staging_.size()) ZF_TRY(FlushStaging());
+    std::memcpy(staging_.data() + staged_, window_.data() + (pos - window_begin_), itemsize_);
+    staged_ += itemsize_;
+    return Status::OK();
+  }
+
+  Status FlushStaging() {
+    if (staged_ > 0) XXH3_128bits_update(state_, staging_.data(), staged_);
+    staged_ = 0;
+    return Status::OK();
+  }
+
+ private:
+  Status Read(uint64_t pos, std::span<std::byte> dst) {
+    Status s = ReadExactAt(src_, storage_.data_offset + pos, dst);
+    if (!s.ok()) return s.WithRecord(storage_.record).WithPath(src_.name());
+    return Status::OK();
+  }
+
+  const RandomSource& src_;
+  const torch::Storage& storage_;
+  const uint32_t itemsize_;
+  XXH3_state_t* state_;
+  std::span<std::byte> buffer_;  // window_ then staging_
+  std::span<std::byte> window_;
+  std::span<std::byte> staging_;
+  uint64_t window_begin_ = 0;
+  uint64_t window_end_ = 0;  // empty window
+  size_t staged_ = 0;
+};
+
+Status Mismatch(const torch::Tensor& t, const std::string& what) {
+  return Status::Corrupt("tensor differs from the input: " + what).WithRecord(t.name);
+}
+
+}  // namespace
+
+Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
+                             const torch::Tensor& tensor, std::span<std::byte> buffer) {
+  if (buffer.size() < kMinDigestBuffer)
+    return Status::InvalidArgument("digest buffer of " + std::to_string(buffer.size()) + " bytes; at least " +
+                                   std::to_string(kMinDigestBuffer) + " needed");
+  if (tensor.storage >= ckpt.storages.size())
+    return Status::Internal("tensor names storage " + std::to_string(tensor.storage) + " of " +
+                            std::to_string(ckpt.storages.size()))
+        .WithRecord(tensor.name);
+  const torch::Storage& storage = ckpt.storages[tensor.storage];
+  const uint32_t itemsize = torch::Info(tensor.dtype).itemsize;
+
+  HashState state(XXH3_createState());
+  if (state == nullptr) return Status::Internal("cannot allocate an xxh3 state");
+  XXH3_128bits_reset(state.get());
+
+  if (tensor.numel() > 0) {
+    ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(tensor));
+    if (extent.end > storage.nbytes || storage.nbytes > storage.record_size)
+      return Status::Corrupt("view ends at byte " + std::to_string(extent.end) + " of storage " + storage.key +
+                             ", which holds " + std::to_string(storage.nbytes) + " bytes")
+          .WithRecord(tensor.name);
+    if (!io::CheckedAdd(storage.data_offset, extent.end).has_value())
+      return Status::Corrupt("storage " + storage.key + " at offset " + std::to_string(storage.data_offset) +
+                             " ends past 2^64")
+          .WithRecord(tensor.name);
+
+    const std::vector<Dim> dims = CollapsedDims(tensor);
+    const Dim inner = dims.back();
+    const size_t outer_dims = dims.size() - 1;
+    std::vector<uint64_t> index(outer_dims, 0);
+    const uint64_t first = static_cast<uint64_t>(tensor.storage_offset);
+    Digester digester(src, storage, itemsize, buffer, state.get());
+    // Every element offset lies in [first, extent end): strides are
+    // non-negative (ViewExtent refuses others), so no sum below overflows.
+    for (;;) {
+      uint64_t base = first;
+      for (size_t k = 0; k < outer_dims; ++k) base += index[k] * dims[k].stride;
+      if (inner.stride == 1) {
+        ZF_TRY(digester.Run(base * itemsize, inner.size));
+      } else {
+        for (uint64_t j = 0; j < inner.size; ++j)
+          ZF_TRY(digester.Element((base + j * inner.stride) * itemsize, extent.end));
+      }
+      size_t k = outer_dims;
+      while (k > 0 && ++index[k - 1] == dims[k - 1].size) index[--k] = 0;
+      if (k == 0) break;
+    }
+    ZF_TRY(digester.FlushStaging());
+  }
+  XXH128_hash_t h = XXH3_128bits_digest(state.get());
+  return Hash128{h.low64, h.high64};
+}
+
+Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoint& ckpt_a,
+                                   const RandomSource& b, const torch::Checkpoint& ckpt_b,
+                                   std::span<std::byte> buffer) {
+  const std::string& path = b.name();
+  if (ckpt_a.tensors.size() != ckpt_b.tensors.size())
+    return Status::Corrupt("holds " + std::to_string(ckpt_b.tensors.size()) + " tensors, the input " +
+                           std::to_string(ckpt_a.tensors.size()))
+        .WithPath(path);
+  VerifyReport report;
+  for (size_t i = 0; i < ckpt_a.tensors.size(); ++i) {
+    const torch::Tensor& x = ckpt_a.tensors[i];
+    const torch::Tensor& y = ckpt_b.tensors[i];
+    Status differs;
+    if (x.name != y.name) {
+      differs = Mismatch(x, "the output has \"" + y.name + "\" in its place");
+    } else if (x.dtype != y.dtype) {
+      differs = Mismatch(x, "dtype " + std::string(torch::Info(y.dtype).name) + ", input " +
+                                std::string(torch::Info(x.dtype).name));
+    } else if (x.shape != y.shape) {
+      differs = Mismatch(x, "shape " + torch::ShapeText(y.shape) + ", input " + torch::ShapeText(x.shape));
+    } else if (x.stride != y.stride) {
+      differs = Mismatch(x, "stride " + torch::ShapeText(y.stride) + ", input " + torch::ShapeText(x.stride));
+    } else if (x.requires_grad != y.requires_grad || x.is_parameter != y.is_parameter ||
+               x.quantized != y.quantized) {
+      differs = Mismatch(x, "requires_grad, Parameter or quantized flag changed");
+    }
+    if (!differs.ok()) return differs.WithPath(path);
+    ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
+    ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
+    if (hx != hy)
+      return Mismatch(x, "xxh3-128 of its " + std::to_string(y.nbytes()) + " bytes is " + hy.Hex() + ", input " +
+                             hx.Hex())
+          .WithPath(path);
+    report.tensors++;
+    report.bytes += x.nbytes();
+  }
+  return report;
+}
+
+Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
+                                   const torch::ReadOptions& read, size_t buffer_bytes) {
+  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, read);
+  if (!in.ok()) return Status(in.status()).WithPath(input.name());
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out_src, env->OpenRandom(output));
+  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, read);
+  if (!out.ok()) return Status(out.status()).WithPath(output);
+  std::vector<std::byte> buffer(std::max(buffer_bytes, kMinDigestBuffer));
+  return VerifyTensors(input, *in, *out_src, *out, buffer);
+}
+
+}  // namespace zerofold::ops
