@@ -33,6 +33,8 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options) {
+  if (options.verify && io::IsStreamName(output))
+    return Status::InvalidArgument("--verify reads the output back as a file; '" + output + "' is a stream");
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
   Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
   if (!read.ok()) return Status(read.status()).WithPath(input);

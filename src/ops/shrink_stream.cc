@@ -231,6 +231,9 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, c
 
 Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::string& output,
                                     const ShrinkOptions& options) {
+  // One pass leaves nothing to compare the output with.
+  if (options.verify)
+    return Status::InvalidArgument("--verify reads the input again; '" + input->name() + "' is a stream");
   torch::StreamCheckpointReader reader(input, options.read);
   Result<ShrinkReport> r = Shrink(reader, sink, input->name(), output, options);
   if (r.ok()) return r;

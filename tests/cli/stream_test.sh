@@ -96,6 +96,12 @@ fi
 expect_exit 2 "$Z" shrink --json "$F/torch/views.pt" -
 expect_stderr "zerofold: shrink: --json prints on standard output, which OUT - takes for the archive
 zerofold: hint: run 'zerofold shrink --help'"
+for pair in "- $T/v.pt" "$F/torch/views.pt -" "$F/torch/views.pt $T/v.pt.zst"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$Z" shrink --verify $pair
+  expect_stderr "zerofold: shrink: --verify reads input and output again as files; - and .zst names are streams
+zerofold: hint: run 'zerofold shrink --help'"
+done
 expect_exit 2 "$Z" shrink --in-place -
 expect_stderr "zerofold: shrink: --in-place rewrites a file; '-' is a stream
 zerofold: hint: run 'zerofold shrink --help'"

@@ -152,6 +152,19 @@ TEST_CASE("the file form writes .zst and standard-output names through the same 
   std::vector<std::byte> z = ReadFileBytes(tmp.path() + "/m.bin.zst");
   CHECK_EQ(zst->output_file_bytes, z.size());
   CHECK(Unzstd(z) == ReadFileBytes(tmp.path() + "/m.bin"));
+  // --verify needs files to read again.
+  ShrinkOptions verify;
+  verify.verify = true;
+  Result<ShrinkReport> z_verify = ShrinkFile(env, in, tmp.path() + "/v.bin.zst", verify);
+  CHECK_EQ(z_verify.status().code(), Code::kInvalidArgument);
+  CHECK_EQ(z_verify.status().message(), "--verify reads the output back as a file; '" + tmp.path() + "/v.bin.zst' is a stream");
+  CHECK_FALSE(std::filesystem::exists(tmp.path() + "/v.bin.zst"));
+  io::MemStreamSource pipe("<stdin>", ReadFileBytes(in));
+  io::MemSink sink;
+  Result<ShrinkReport> s_verify = ShrinkStreamTo(&pipe, &sink, "-", verify);
+  CHECK_EQ(s_verify.status().code(), Code::kInvalidArgument);
+  CHECK_EQ(s_verify.status().message(), "--verify reads the input again; '<stdin>' is a stream");
+  CHECK(sink.bytes().empty());
   CHECK_EQ(StemOf("-"), "archive");
   CHECK_EQ(StemOf("a/b.pt.zst"), "b");
 }
