@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "io/zstd_stream.h"
+#include "cli/shrink_convert.h"
 #include "ops/shrink.h"
 #include "zerofold/env.h"
 
@@ -44,6 +45,14 @@ constexpr const char* kShrinkHelp =
     "forward pass, which works for archives laid out as torch.save writes them;\n"
     "the output is the same bytes as from a file path. Binary output to a\n"
     "terminal is refused.\n"
+    "Output (--to, --max-shard-size, --dtype, --select): OUT is a folder when IN\n"
+    "is one, OUT is an existing folder, or OUT ends with '/'. A folder gets\n"
+    "transformers' layout: pytorch_model.bin or model.safetensors, or past\n"
+    "--max-shard-size HF shards (pytorch_model-00001-of-0000N.bin,\n"
+    "model-00001-of-0000N.safetensors) and an index. safetensors output writes\n"
+    "every tensor contiguous under its name; tied names are all written unless\n"
+    "--dedupe-tied (dropped names recorded in __metadata__ \"zerofold.tied\");\n"
+    "plain non-tensor values go into __metadata__ as JSON text.\n"
     "\n"
     "examples:\n"
     "  zerofold shrink ckpt/ small/                 # a sharded HF folder\n"
@@ -51,6 +60,8 @@ constexpr const char* kShrinkHelp =
     "  zerofold shrink --in-place ckpt/             # replace each shard\n"
     "  curl -s URL | zerofold shrink - - > small.pt # a pipe, in one pass\n"
     "  zerofold shrink model.pt small.pt.zst        # compress the output\n"
+    "  zerofold shrink --to safetensors ckpt/ st/   # HF folder as safetensors\n"
+    "  zerofold shrink --select module --dtype bfloat16 mp_rank_00_model_states.pt w.bin\n"
     "\n"
     "flags:\n";
 
@@ -68,6 +79,11 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"zstd-level", true, "compression level of .zst output, 1-19 (default 3)", "N"},
     {"zstd-threads", true, "threads compressing .zst output besides the main one (default 0)", "N"},
     {"zstd-window-log-max", true, "largest window of .zst input, as a power of two (default 27)", "N"},
+    {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
+    {"max-shard-size", true, "shard a folder OUT past this much tensor data (default 5GB)", "SIZE"},
+    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16, float16, float32", "DTYPE"},
+    {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
+    {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     {"help", false, "show this help"},
 });
 
@@ -187,10 +203,11 @@ int RunShrink(const std::vector<std::string>& argv) {
 
   Env* env = Env::Default();
   if (!in_place && !options.dry_run && !to_stdout && env->FileExists(out) && !args.Has("force")) {
-    if (!env->IsDirectory(out) || !env->IsDirectory(in))
+    if (!env->IsDirectory(out) || !OutputIsFolder(env, in, out))
       return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
   }
   if (!in_place && out == in && !to_stdout) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  if (int code = RunShrinkConversion(args, in, out, options, progress, quiet, as_json); code >= 0) return code;
 
   std::vector<ops::ShrinkReport> reports;
   Status status;

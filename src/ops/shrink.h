@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct ShrinkOptions {
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;
+  // Cast floating tensors to this dtype (ops/cast.h); nullopt keeps dtypes.
+  std::optional<torch::DType> dtype;
+  // Write only the subtree at this key path (ops/select.h); "" writes all.
+  std::string select;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Compression of ".zst" outputs and limits for ".zst" inputs.
@@ -108,6 +113,12 @@ struct FolderReport {
 // name); every other regular file is copied (not for in-place).
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options);
+
+// Copies a file to `to` atomically (temp file, fsync, rename), through a
+// buffer of at most buffer_bytes.
+Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes);
+// Writes `text` to `path` atomically.
+Status WriteSmallFile(Env* env, const std::string& path, const std::string& text);
 
 }  // namespace zerofold::ops
 #endif  // ZEROFOLD_OPS_SHRINK_H_
