@@ -1,9 +1,8 @@
 // What a shrink does between reading the checkpoint model and writing the
 // archive: select the subtree, check what cannot be rewritten, plan the
 // output storages and their casts, point every view at its new storage and
-// encode the new data.pkl. Pure: no I/O, so the file form (ShrinkFile, which
-// keeps its own copy of these steps) and the one-pass form (ShrinkStream)
-// plan the same archive for the same model.
+// encode the new data.pkl. Pure: no I/O, so the file form (ShrinkFile) and
+// the one-pass form (ShrinkStream) plan the same archive for the same model.
 #ifndef ZEROFOLD_OPS_SHRINK_PREPARE_H_
 #define ZEROFOLD_OPS_SHRINK_PREPARE_H_
 
