@@ -26,6 +26,7 @@ struct ShrinkOptions {
   // After writing, read the output back and compare every tensor's xxh3-128
   // with the input's (ops/verify.h). A mismatch is kCorrupt naming the
   // tensor, and the output is removed unless it replaced the input in place.
+  // Needs a plain file on both sides: kInvalidArgument with "-" or ".zst".
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;

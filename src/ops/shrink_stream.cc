@@ -6,15 +6,18 @@
 // order (plan/shrink_plan.h), and the archive writer asks for them in key
 // order: for torch's layout, the writer's requests follow the input.
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "io/zstd_stream.h"
+#include "ops/cast.h"
 #include "ops/shrink.h"
-#include "pickle/encoder.h"
+#include "ops/shrink_prepare.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
-#include "torch/retarget.h"
 #include "torch/stream_checkpoint.h"
 
 namespace zerofold::ops {
@@ -27,69 +30,111 @@ namespace {
 // The last bytes of the record are kept to serve that.
 constexpr size_t kKeptTail = 64;
 
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
+constexpr uint32_t kNotPlanned = UINT32_MAX;
 
 Status BigEndian() {
   return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten");
 }
 
 // Cuts output storages from the input storage records as they stream by.
+// Storages are indexed as in the planned checkpoint, which may be a subtree
+// of the reader's (--select): storages are matched by key.
 class StorageCutter {
  public:
-  StorageCutter(torch::StreamCheckpointReader* reader, const plan::ShrinkPlan& plan, size_t buffer_bytes,
-                const ShrinkOptions& options)
-      : reader_(reader), plan_(plan), options_(options), buffer_(std::max<size_t>(buffer_bytes, 4096)) {
-    const torch::Checkpoint& ckpt = reader_->checkpoint();
-    wanted_.assign(ckpt.storages.size(), false);
-    for (const plan::OutputStorage& o : plan_.storages) wanted_[o.input_storage] = true;
+  StorageCutter(torch::StreamCheckpointReader* reader, const std::string& input_name,
+                const torch::Checkpoint& planned, const PreparedShrink& prep, const ShrinkOptions& options)
+      : reader_(reader),
+        input_name_(input_name),
+        planned_(planned),
+        prep_(prep),
+        options_(options),
+        buffer_(std::max<size_t>(options.buffer_bytes, 4096)),
+        copier_(std::max<size_t>(options.buffer_bytes, 4096)),
+        source_(this) {
+    std::unordered_map<std::string_view, uint32_t> by_key;
+    for (uint32_t i = 0; i < planned_.storages.size(); ++i) by_key.emplace(planned_.storages[i].key, i);
+    for (const torch::Storage& s : reader_->checkpoint().storages) {
+      auto it = by_key.find(s.key);
+      planned_index_.push_back(it == by_key.end() ? kNotPlanned : it->second);
+    }
+    wanted_.assign(planned_.storages.size(), false);
+    for (const plan::OutputStorage& o : prep_.plan.storages) wanted_[o.input_storage] = true;
   }
 
-  // Emits the bytes of plan.storages[index].
+  // Emits the bytes of output storage `index`, cast as planned.
   Status Fill(size_t index, const torch::EmitBytes& emit) {
-    const plan::OutputStorage& o = plan_.storages[index];
+    const plan::OutputStorage& o = prep_.plan.storages[index];
+    const StorageCast& cast = prep_.casts[index];
     if (!current_ || *current_ != o.input_storage) ZF_TRY(MoveTo(o.input_storage));
+    auto counted = [&](std::span<const std::byte> bytes) -> Status {
+      ZF_TRY(emit(bytes));
+      done_ += bytes.size();
+      if (options_.progress) options_.progress(done_, prep_.report.stored_after);
+      return Status::OK();
+    };
     uint64_t pos = o.begin;
     if (pos < consumed_) {
       const uint64_t back = consumed_ - pos;
-      if (back > tail_.size())
+      // A cast storage has views of one dtype and starts on an element: it
+      // never reaches back.
+      if (back > tail_.size() || cast.cast())
         return Status::Internal("output storage " + o.key + " begins " + std::to_string(back) +
                                 " bytes before the bytes already passed, more than the " +
                                 std::to_string(tail_.size()) + " kept");
       const uint64_t n = std::min(o.end, consumed_) - pos;
       const size_t from = tail_.size() - static_cast<size_t>(back);
-      ZF_TRY(Emit(emit, std::span<const std::byte>(tail_).subspan(from, static_cast<size_t>(n))));
+      ZF_TRY(counted(std::span<const std::byte>(tail_).subspan(from, static_cast<size_t>(n))));
       pos += n;
     }
     while (consumed_ < pos) {  // skip to the start
-      ZF_ASSIGN_OR_RETURN(size_t got, ReadRecord(std::min<uint64_t>(buffer_.size(), pos - consumed_)));
-      (void)got;
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer_.size(), pos - consumed_));
+      ZF_TRY(ReadInto(std::span<std::byte>(buffer_.data(), n)));
     }
+    if (cast.cast())
+      return copier_.Copy(source_, pos, o.end - pos, cast, planned_.storages[o.input_storage].record, counted);
     while (pos < o.end) {
-      ZF_ASSIGN_OR_RETURN(size_t got, ReadRecord(std::min<uint64_t>(buffer_.size(), o.end - pos)));
-      ZF_TRY(Emit(emit, std::span<const std::byte>(buffer_.data(), got)));
-      pos += got;
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer_.size(), o.end - pos));
+      std::span<std::byte> bytes(buffer_.data(), n);
+      ZF_TRY(ReadInto(bytes));
+      ZF_TRY(counted(bytes));
+      pos += n;
     }
     return Status::OK();
   }
 
  private:
-  // Advances the reader to the record of input storage `want`, skipping
+  // The current record seen as a RandomSource, for CastCopier: it reads
+  // forward only, each read where the last one ended.
+  class RecordSource final : public RandomSource {
+   public:
+    explicit RecordSource(StorageCutter* cutter) : cutter_(cutter) {}
+    Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+      if (offset != cutter_->consumed_)
+        return Status::Internal("a cast read at " + std::to_string(offset) + " of a record streamed to " +
+                                std::to_string(cutter_->consumed_));
+      ZF_TRY(cutter_->ReadInto(dst));
+      return dst.size();
+    }
+    uint64_t size() const override { return UINT64_MAX; }
+    const std::string& name() const override { return cutter_->input_name_; }
+
+   private:
+    StorageCutter* cutter_;
+  };
+
+  // Advances the reader to the record of planned storage `want`, skipping
   // storages no output needs.
   Status MoveTo(uint32_t want) {
-    const torch::Checkpoint& ckpt = reader_->checkpoint();
     while (true) {
       ZF_ASSIGN_OR_RETURN(std::optional<uint32_t> next, reader_->NextStorage());
-      if (ckpt.big_endian) return BigEndian();
+      if (reader_->checkpoint().big_endian) return BigEndian();
       if (!next)  // NextStorage checks every storage had its record
-        return Status::Internal("storage '" + ckpt.storages[want].key + "' was passed without being read");
-      if (*next == want) break;
-      if (wanted_[*next]) {
-        const torch::Storage& s = ckpt.storages[*next];
-        return Status::Unsupported("record " + s.record + " comes before " + ckpt.storages[want].record +
+        return Status::Internal("storage '" + planned_.storages[want].key + "' was passed without being read");
+      const uint32_t p = planned_index_[*next];
+      if (p == want) break;
+      if (p != kNotPlanned && wanted_[p]) {
+        const torch::Storage& s = reader_->checkpoint().storages[*next];
+        return Status::Unsupported("record " + s.record + " comes before " + planned_.storages[want].record +
                                    ", but its bytes go after them in the output, whose storages are in string "
                                    "order of their keys; a single pass cannot reorder them: give the file's "
                                    "path instead")
@@ -103,38 +148,38 @@ class StorageCutter {
     return Status::OK();
   }
 
-  // Reads up to n bytes of the current record into buffer_; fails at its end.
-  Result<size_t> ReadRecord(uint64_t n) {
-    ZF_ASSIGN_OR_RETURN(size_t got, reader_->Read(std::span<std::byte>(buffer_.data(), static_cast<size_t>(n))));
-    if (got == 0)
-      return Status::Internal("storage record ends before the planned bytes (" + std::to_string(consumed_) + ")");
-    consumed_ += got;
-    std::span<const std::byte> bytes(buffer_.data(), got);
-    if (got >= kKeptTail) {
-      tail_.assign(bytes.end() - kKeptTail, bytes.end());
+  // Fills dst with the next bytes of the current record; kInternal at its end.
+  Status ReadInto(std::span<std::byte> dst) {
+    for (size_t filled = 0; filled < dst.size();) {
+      ZF_ASSIGN_OR_RETURN(size_t got, reader_->Read(dst.subspan(filled)));
+      if (got == 0)
+        return Status::Internal("storage record ends before the planned bytes (" + std::to_string(consumed_) + ")");
+      filled += got;
+      consumed_ += got;
+    }
+    if (dst.size() >= kKeptTail) {
+      tail_.assign(dst.end() - kKeptTail, dst.end());
     } else {
-      tail_.insert(tail_.end(), bytes.begin(), bytes.end());
+      tail_.insert(tail_.end(), dst.begin(), dst.end());
       if (tail_.size() > kKeptTail) tail_.erase(tail_.begin(), tail_.end() - kKeptTail);
     }
-    return got;
-  }
-
-  Status Emit(const torch::EmitBytes& emit, std::span<const std::byte> bytes) {
-    ZF_TRY(emit(bytes));
-    done_ += bytes.size();
-    if (options_.progress) options_.progress(done_, plan_.bytes_after);
     return Status::OK();
   }
 
   torch::StreamCheckpointReader* reader_;
-  const plan::ShrinkPlan& plan_;
+  const std::string& input_name_;
+  const torch::Checkpoint& planned_;
+  const PreparedShrink& prep_;
   const ShrinkOptions& options_;
   std::vector<std::byte> buffer_;
-  std::vector<bool> wanted_;         // per input storage: an output storage needs it
-  std::optional<uint32_t> current_;  // input storage being read
-  uint64_t consumed_ = 0;            // its bytes read
-  std::vector<std::byte> tail_;      // its last bytes read, at most kKeptTail
-  uint64_t done_ = 0;                // bytes emitted in all
+  CastCopier copier_;
+  RecordSource source_;
+  std::vector<uint32_t> planned_index_;  // per reader storage: its planned index, or kNotPlanned
+  std::vector<bool> wanted_;             // per planned storage: an output storage needs it
+  std::optional<uint32_t> current_;      // planned storage being read
+  uint64_t consumed_ = 0;                // its bytes read
+  std::vector<std::byte> tail_;          // its last bytes read, at most kKeptTail
+  uint64_t done_ = 0;                    // bytes emitted in all
 };
 
 // The records after the storages, named relative to the top folder, as
@@ -150,65 +195,20 @@ std::vector<torch::ExtraRecord> Extras(const torch::StreamCheckpointReader& read
 Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, const std::string& input,
                             const std::string& output, const ShrinkOptions& options) {
   ZF_TRY(reader.ReadModel());
-  torch::Checkpoint& ckpt = reader.checkpoint();
-
-  ShrinkReport report;
-  report.input = input;
-  report.output = output;
-  report.tensors = ckpt.tensors.size();
-  for (const torch::Tensor& t : ckpt.tensors) report.tensor_nbytes.emplace_back(t.name, t.nbytes());
-  report.storages_before = ckpt.storages.size();
-  if (!ckpt.unsafe_globals.empty()) {
-    if (!options.keep_unsafe)
-      return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
-                            Join(ckpt.unsafe_globals, ", ") + " (--keep-unsafe carries them through unexecuted)");
-    report.unsafe_globals = ckpt.unsafe_globals;
-  }
-  if (ckpt.big_endian) return BigEndian();
-  if (ckpt.format == torch::Format::kTorchLegacy) {
-    // As ShrinkFile: legacy pids have six items and zip archives need five;
-    // only tensor pids are rebuilt, so a bare storage cannot be carried over.
-    std::vector<bool> viewed(ckpt.storages.size(), false);
-    for (const torch::Tensor& t : ckpt.tensors) viewed[t.storage] = true;
-    for (size_t s = 0; s < ckpt.storages.size(); ++s)
-      if (!viewed[s])
-        return Status::Unsupported("legacy-format storage " + ckpt.storages[s].key +
-                                   " is held by no tensor; only tensors' storages are rewritten")
-            .WithRecord(ckpt.storages[s].record);
-  }
-
-  ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
-  report.stored_before = plan.bytes_before;
-  report.stored_after = plan.bytes_after;
-  report.storages_after = plan.storages.size();
-  for (uint32_t s : plan.changed_storages) {
-    std::vector<std::string> parts;
-    for (const plan::OutputStorage& o : plan.storages)
-      if (o.input_storage == s) parts.push_back(std::to_string(o.nbytes()));
-    report.changed_storages.push_back(ckpt.storages[s].key + ": " + std::to_string(ckpt.storages[s].nbytes) +
-                                      " bytes -> " + (parts.empty() ? "none" : Join(parts, " + ")));
-  }
-
-  std::vector<torch::NewStorage> new_storages;
-  std::vector<torch::StorageRecord> records;
-  for (const plan::OutputStorage& o : plan.storages) {
-    new_storages.push_back({o.key, o.nbytes(), o.input_storage});
-    records.push_back({o.key, o.nbytes()});
-  }
-  std::vector<torch::NewPlacement> placements;
-  for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements));
-  ZF_ASSIGN_OR_RETURN(std::vector<std::byte> pkl, pickle::Encode(ckpt.graph, ckpt.root));
+  // --select renumbers storages: plan on a copy, so the reader keeps its own.
+  std::optional<torch::Checkpoint> selected;
+  if (!options.select.empty()) selected = reader.checkpoint();
+  torch::Checkpoint& ckpt = selected ? *selected : reader.checkpoint();
+  ZF_ASSIGN_OR_RETURN(PreparedShrink prep, PrepareShrink(ckpt, input, output, options));
+  ShrinkReport& report = prep.report;
 
   torch::ArchiveContents contents;
-  contents.top_folder = ckpt.format == torch::Format::kTorchZip && !ckpt.top_folder.empty() ? ckpt.top_folder
-                                                                                             : StemOf(output);
-  contents.data_pkl = pkl;
-  contents.storages = records;
-
+  contents.top_folder = prep.top_folder;
+  contents.data_pkl = prep.data_pkl;
+  contents.storages = prep.records;
   auto finish_input = [&]() -> Result<std::vector<torch::ExtraRecord>> {
     ZF_TRY(reader.Finish());
-    if (ckpt.big_endian) return BigEndian();
+    if (reader.checkpoint().big_endian) return BigEndian();
     report.input_file_bytes = reader.position();
     return Extras(reader);
   };
@@ -218,7 +218,7 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, c
     report.output_file_bytes = torch::TorchArchiveSize(contents);
     return report;
   }
-  StorageCutter cutter(&reader, plan, options.buffer_bytes, options);
+  StorageCutter cutter(&reader, input, ckpt, prep, options);
   const uint64_t start = sink->position();
   ZF_TRY(torch::WriteTorchArchive(
       contents, [&](size_t index, const torch::EmitBytes& emit) { return cutter.Fill(index, emit); },
@@ -231,6 +231,9 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, c
 
 Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::string& output,
                                     const ShrinkOptions& options) {
+  // One pass leaves nothing to compare the output with.
+  if (options.verify)
+    return Status::InvalidArgument("--verify reads the input again; '" + input->name() + "' is a stream");
   torch::StreamCheckpointReader reader(input, options.read);
   Result<ShrinkReport> r = Shrink(reader, sink, input->name(), output, options);
   if (r.ok()) return r;

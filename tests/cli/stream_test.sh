@@ -96,6 +96,24 @@ fi
 expect_exit 2 "$Z" shrink --json "$F/torch/views.pt" -
 expect_stderr "zerofold: shrink: --json prints on standard output, which OUT - takes for the archive
 zerofold: hint: run 'zerofold shrink --help'"
+for pair in "- $T/v.pt" "$F/torch/views.pt -" "$F/torch/views.pt $T/v.pt.zst"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$Z" shrink --verify $pair
+  expect_stderr "zerofold: shrink: --verify reads input and output again as files; - and .zst names are streams
+zerofold: hint: run 'zerofold shrink --help'"
+done
+for flags in "--to safetensors" "--max-shard-size 1MB"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$Z" shrink $flags - "$T/st/"
+  expect_stderr "zerofold: shrink: --to safetensors and --max-shard-size write files of their own; - and .zst names are streams
+zerofold: hint: run 'zerofold shrink --help'"
+done
+# --dtype and --select work through pipes as from paths.
+"$Z" shrink --quiet --dtype bfloat16 --select module \
+  "$F/deepspeed/zero2_ws3_bf16/ckpt/global_step2/mp_rank_00_model_states.pt" "$T/sel_path.pt"
+"$Z" shrink --quiet --dtype bfloat16 --select module - - \
+  <"$F/deepspeed/zero2_ws3_bf16/ckpt/global_step2/mp_rank_00_model_states.pt" >"$T/sel_pipe.pt"
+same "$T/sel_path.pt" "$T/sel_pipe.pt"
 expect_exit 2 "$Z" shrink --in-place -
 expect_stderr "zerofold: shrink: --in-place rewrites a file; '-' is a stream
 zerofold: hint: run 'zerofold shrink --help'"
