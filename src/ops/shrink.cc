@@ -15,7 +15,9 @@ namespace zerofold::ops {
 std::string StemOf(const std::string& path) {
   size_t slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  size_t dot = base.find('.');
+  // As torch.save names its top folder (inline_container.cc basename):
+  // the last extension goes, "model.v2.pt" -> "model.v2".
+  size_t dot = base.rfind('.');
   if (dot != std::string::npos && dot > 0) base = base.substr(0, dot);
   return base.empty() ? "archive" : base;
 }

@@ -58,8 +58,9 @@ struct ShrinkReport {
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options);
 
-// The archive top folder for an output path: its file name without the
-// extension ("pytorch_model" for "a/pytorch_model.bin").
+// The archive top folder for an output path, as torch.save names it: its
+// file name without the last extension ("pytorch_model" for
+// "a/pytorch_model.bin", "model.v2" for "model.v2.pt"); "archive" if empty.
 std::string StemOf(const std::string& path);
 
 }  // namespace zerofold::ops
