@@ -22,11 +22,34 @@ BUILD=${BUILD:-build}
 meson compile -C "$BUILD"
 
 passed=0; failed=0
-run() {  # run NAME CMD...: one suite, counted as one pass or one fail
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+# run NAME CMD...: one suite. Its test count comes from the runner's summary
+# (doctest "test cases: N | P passed | F failed", unittest "Ran N tests",
+# our shell tests "N passed, F failed"); a suite that fails without one
+# counts as one failure.
+run() {
   local name=$1; shift
   echo "=== $name"
-  if "$@"; then passed=$((passed + 1)); echo "--- $name: ok"
-  else failed=$((failed + 1)); echo "--- $name: FAILED"; fi
+  local rc=0
+  "$@" 2>&1 | tee "$LOG" || rc=$?
+  local p f
+  if grep -q "^\[doctest\] test cases:" "$LOG"; then
+    p=$(grep "^\[doctest\] test cases:" "$LOG" | tail -1 | sed -E 's/.*\| *([0-9]+) passed.*/\1/')
+    f=$(grep "^\[doctest\] test cases:" "$LOG" | tail -1 | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
+  elif grep -qE "^Ran [0-9]+ tests?" "$LOG"; then
+    local n; n=$(grep -E "^Ran [0-9]+ tests?" "$LOG" | tail -1 | awk '{print $2}')
+    f=$( { grep -E "^FAILED \(" "$LOG" || true; } | tail -1 | { grep -oE "(failures|errors)=[0-9]+" || true; } | awk -F= '{s+=$2} END {print s+0}')
+    p=$((n - f))
+  elif grep -qE "^[0-9]+ passed, [0-9]+ failed" "$LOG"; then
+    p=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$LOG" | tail -1 | awk '{print $1}')
+    f=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$LOG" | tail -1 | awk '{print $3}')
+  else
+    p=0; f=0
+  fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$rc" -eq 0 ]; then echo "--- $name: ok ($p passed)"; else echo "--- $name: FAILED ($f failed)"; fi
 }
 
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"

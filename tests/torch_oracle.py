@@ -11,7 +11,7 @@ load(path) -> object
     torch.load(..., weights_only=False) with stub modules standing in for every foreign global
     the pickle names (DeepSpeed is not installed). Before any load, the pickle opcodes are
     scanned (pickletools, no unpickling) and the file is refused if it names an unsafe global.
-load_info(path) -> Loaded(obj, mode, globals, stubbed)
+load_info(path) -> Loaded(obj, mode, globals, stubbed, format)
     The same, and how: mode is "weights_only" or "stubbed" (the second path; `stubbed` lists
     the globals that got stubs, possibly none, e.g. when only builtins.set blocked weights_only).
 scan(path) -> Scan(format, globals, stubbed, unsafe, problems, stub_pairs, storage_keys)
@@ -27,16 +27,19 @@ describe(obj) -> dict (JSON-able)
     tensor: name, path, dtype ("float32", torch's name without "torch."), shape, stride,
       storage_offset (elements), storage (id "s0", "s1", ... per distinct StorageImpl, numbered
       in order of first visit; identity is the StorageImpl address, so empty storages stay
-      distinct though their data_ptr is 0), storage_nbytes, storage_dtype, itemsize,
+      distinct though their data_ptr is 0), storage_nbytes, storage_dtype, itemsize (torch's
+      element_size(): 1 for the packed quint4x2/quint2x4), element_bits (4 and 2 for those,
+      else 8 x itemsize), nbytes (the tensor's logical bytes: ceil(numel x element_bits / 8)),
       requires_grad, is_parameter, sha256 (of the tensor's logical bytes in C order: what
       tensor.contiguous().view(-1) holds; quantized tensors: of int_repr()), and for quantized
       tensors "quantized": {"qscheme", "scale", "zero_point"}.
     leaf: name, path, type (Python type name), value (JSON form: see _leaf_value).
     object: name, path, global ("module.Class") for each stub object.
     storages: id, nbytes, dtype, referenced_nbytes (see storage_usage).
-view_extent(shape, stride, offset, itemsize) -> (begin, end) | None
-    Byte extent of a view: offset .. offset + sum((size_i-1)*stride_i) + 1 elements; None
-    for an empty tensor (a zero dim), which references no bytes.
+view_extent(shape, stride, offset, element_bits) -> (begin, end) | None
+    Byte extent of a view: offset .. offset + sum((size_i-1)*stride_i) + 1 elements, in bytes
+    (packed sub-byte dtypes: the bytes holding those elements); None for an empty tensor (a
+    zero dim), which references no bytes.
 storage_usage(tensors) -> {storage_id: referenced_nbytes}
     Union of the byte extents of each storage's views (overlaps counted once).
 compare(a, b) -> list of str
@@ -65,9 +68,9 @@ refused (torch.load would compile their code). Stub modules shadow real modules 
 name only while torch.load runs.
 """
 
+import _compat_pickle
 import collections
 import hashlib
-import importlib.util
 import io
 import json
 import math
@@ -76,6 +79,8 @@ import pickletools
 import re
 import sys
 import tarfile
+import types
+import warnings
 import zipfile
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
@@ -85,6 +90,7 @@ __all__ = [
     "OracleError", "UnsafeFile", "UnsupportedFile", "Loaded", "Scan", "StubObject",
     "StubEnumMember", "load", "load_info", "scan", "describe", "view_extent",
     "storage_usage", "compare", "compare_tensors", "tensor_bytes", "tensor_sha256",
+    "element_bits", "packed_bytes",
 ]
 
 
@@ -157,7 +163,6 @@ _ALLOWED = _allowed_real_globals()
 
 def _normalize(module: str, name: str) -> Tuple[str, str]:
     """Python 2 names as pickle maps them for protocols < 3 (__builtin__ -> builtins)."""
-    import _compat_pickle
     if (module, name) in _compat_pickle.NAME_MAPPING:
         return _compat_pickle.NAME_MAPPING[(module, name)]
     return _compat_pickle.IMPORT_MAPPING.get(module, module), name
@@ -486,7 +491,6 @@ class StubObject(metaclass=_StubMeta):
 
 def _stub_modules(pairs: List[Tuple[str, str]]) -> Dict[str, Any]:
     """Stub modules (parents included) holding a stub class for each (module, name)."""
-    import types
     modules: Dict[str, Any] = {}
 
     def module(name: str):
@@ -546,7 +550,6 @@ def load_info(path: str) -> Loaded:
     s = scan(path)
     if s.problems:
         raise UnsafeFile(path, s.unsafe, s.problems)
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -584,12 +587,27 @@ def tensor_sha256(t: torch.Tensor) -> str:
     return hashlib.sha256(tensor_bytes(t)).hexdigest()
 
 
-def view_extent(shape, stride, offset: int, itemsize: int) -> Optional[Tuple[int, int]]:
-    """Half-open byte range [begin, end) of a view, None if it has no elements."""
+# Packed quantized dtypes: torch stores 2 (quint4x2) or 4 (quint2x4) elements per byte, the
+# storage counts bytes, and element_size() says 1. A tensor of 5 quint4x2 elements has shape
+# (5,), stride (1,) and a 3-byte storage.
+_PACKED_BITS = {torch.quint4x2: 4, torch.quint2x4: 2}
+
+
+def element_bits(t: torch.Tensor) -> int:
+    return _PACKED_BITS.get(t.dtype, t.element_size() * 8)
+
+
+def packed_bytes(elements: int, bits: int) -> int:
+    return -(-elements * bits // 8)
+
+
+def view_extent(shape, stride, offset: int, bits: int) -> Optional[Tuple[int, int]]:
+    """Half-open byte range [begin, end) of a view of `bits`-bit elements, None if it has
+    no elements."""
     if any(s == 0 for s in shape):
         return None
     last = offset + sum((s - 1) * st for s, st in zip(shape, stride))
-    return offset * itemsize, (last + 1) * itemsize
+    return offset * bits // 8, packed_bytes(last + 1, bits)
 
 
 def storage_usage(tensors: List[dict]) -> Dict[str, int]:
@@ -597,7 +615,7 @@ def storage_usage(tensors: List[dict]) -> Dict[str, int]:
     ranges: Dict[str, List[Tuple[int, int]]] = collections.defaultdict(list)
     for t in tensors:
         ranges.setdefault(t["storage"], [])
-        ext = view_extent(t["shape"], t["stride"], t["storage_offset"], t["itemsize"])
+        ext = view_extent(t["shape"], t["stride"], t["storage_offset"], t["element_bits"])
         if ext is not None:
             ranges[t["storage"]].append(ext)
     usage = {}
@@ -686,6 +704,8 @@ class _Describer:
             "storage_nbytes": self.storages[sid]["nbytes"],
             "storage_dtype": self.storages[sid]["dtype"],
             "itemsize": t.element_size(),
+            "element_bits": element_bits(t),
+            "nbytes": packed_bytes(t.numel(), element_bits(t)),
             "requires_grad": bool(t.requires_grad),
             "is_parameter": isinstance(t, torch.nn.Parameter),
             "sha256": tensor_sha256(t),

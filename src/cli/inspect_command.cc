@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "model/hf_folder.h"
@@ -33,12 +34,11 @@ constexpr const char* kInspectHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kInspectFlags = {
+const std::vector<FlagSpec> kInspectFlags = WithLimitFlags({
     {"json", false, "print one JSON document (schema in README.md)"},
-    {"max-pickle-depth", true, "nesting limit for pickles (default 1000)", "N"},
-    {"max-pickle-memo", true, "memo entry limit for pickles (default 67108864)", "N"},
+    {"max-header-bytes", true, "safetensors header limit (default 100000000, the format's own)", "SIZE"},
     {"help", false, "show this help"},
-};
+});
 
 std::string Dims(const std::vector<int64_t>& v) {
   std::string out = "[";
@@ -86,15 +86,11 @@ int RunInspect(const std::vector<std::string>& argv) {
   }
   if (args.positionals.empty()) return UsageError("inspect", "needs at least one PATH");
   model::ListOptions options;
-  if (auto v = args.Value("max-pickle-depth")) {
+  if (Status s = ApplyLimitFlags(args, &options.torch); !s.ok()) return UsageError("inspect", s.message());
+  if (auto v = args.Value("max-header-bytes")) {
     Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok() || *n > UINT32_MAX) return UsageError("inspect", "--max-pickle-depth needs a number");
-    options.torch.pickle.max_depth = static_cast<uint32_t>(*n);
-  }
-  if (auto v = args.Value("max-pickle-memo")) {
-    Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok()) return UsageError("inspect", "--max-pickle-memo needs a number");
-    options.torch.pickle.max_memo = *n;
+    if (!n.ok()) return UsageError("inspect", "--max-header-bytes needs a size");
+    options.max_safetensors_header = *n;
   }
   const bool as_json = args.Has("json");
   Env* env = Env::Default();

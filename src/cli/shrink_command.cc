@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "ops/shrink.h"
@@ -42,7 +43,7 @@ constexpr const char* kShrinkHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kShrinkFlags = {
+const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
     {"force", false, "overwrite an existing OUT"},
@@ -54,7 +55,7 @@ const std::vector<FlagSpec> kShrinkFlags = {
     {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-};
+});
 
 void PrintReport(const ops::ShrinkReport& r, bool dry_run) {
   std::printf("%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
@@ -126,6 +127,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   options.dry_run = args.Has("dry-run");
   options.verify = args.Has("verify");
   if (options.verify && options.dry_run) return UsageError("shrink", "--verify reads the output back; --dry-run writes none");
+  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("shrink", s.message());
   if (auto v = args.Value("buffer-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");

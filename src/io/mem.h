@@ -2,6 +2,7 @@
 #ifndef ZEROFOLD_IO_MEM_H_
 #define ZEROFOLD_IO_MEM_H_
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>

@@ -56,6 +56,18 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   if (ckpt.big_endian)
     return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(input);
 
+  if (ckpt.format == torch::Format::kTorchLegacy) {
+    // Legacy pids have six items and zip archives need five; only tensor
+    // pids are rebuilt, so a bare storage object cannot be carried over.
+    std::vector<bool> viewed(ckpt.storages.size(), false);
+    for (const torch::Tensor& t : ckpt.tensors) viewed[t.storage] = true;
+    for (size_t s = 0; s < ckpt.storages.size(); ++s)
+      if (!viewed[s])
+        return Status::Unsupported("legacy-format storage " + ckpt.storages[s].key +
+                                   " is held by no tensor; only tensors' storages are rewritten")
+            .WithRecord(ckpt.storages[s].record)
+            .WithPath(input);
+  }
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   report.stored_before = plan.bytes_before;
   report.stored_after = plan.bytes_after;

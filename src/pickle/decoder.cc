@@ -199,8 +199,9 @@ class Decoder {
     if (!getattrs_.empty())
       for (NodeId id : ids) UseSlow(id);
   }
+  bool IsGetattr(NodeId id) const { return std::binary_search(getattrs_.begin(), getattrs_.end(), id); }
   void UseSlow(NodeId id) {
-    if (std::find(getattrs_.begin(), getattrs_.end(), id) != getattrs_.end()) RecordUnsafe(id);
+    if (IsGetattr(id)) RecordUnsafe(id);
   }
   // `id` is about to be called (or built): if getattr made it, that is unsafe.
   void Call(NodeId id) {
@@ -229,8 +230,8 @@ class Decoder {
   std::unordered_map<uint64_t, NodeId> sparse_memo_;
   uint64_t memo_count_ = 0;
 
-  std::vector<NodeId> getattrs_;                   // getattr globals
-  std::unordered_map<NodeId, NodeId> members_;     // Enum member -> its getattr
+  std::vector<NodeId> getattrs_;  // getattr globals, ascending (ids grow)
+  std::unordered_map<NodeId, NodeId> members_;  // Enum member -> its getattr
   std::unordered_set<std::string> unsafe_seen_;
 };
 
@@ -300,7 +301,7 @@ Status Decoder::NewGlobal(std::string_view module, std::string_view name) {
 }
 
 bool Decoder::IsEnumMember(NodeId callable, NodeId args) const {
-  if (std::find(getattrs_.begin(), getattrs_.end(), callable) == getattrs_.end()) return false;
+  if (!IsGetattr(callable)) return false;
   if (g_.kind(args) != Kind::kTuple) return false;
   std::span<const NodeId> a = g_.Items(args);
   if (a.size() != 2 || g_.kind(a[0]) != Kind::kGlobal || g_.kind(a[1]) != Kind::kStr) return false;

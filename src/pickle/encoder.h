@@ -18,9 +18,20 @@ namespace zerofold::pickle {
 
 // kInvalidArgument for values protocol 2 cannot express as written (kBytes
 // and kByteArray nodes, which protocol 2 pickles as _codecs.encode calls; the
-// decoder only yields them from protocol 3+ input), kLimit for nesting past
-// max_depth. Cycles through containers are written as CPython does (the
-// memo breaks them).
+// decoder only yields them from protocol 3+ input; likewise kSet, kFrozenSet
+// and NEWOBJ_EX objects, and node ids outside the graph), kLimit for nesting
+// past max_depth. Cycles through containers are written as CPython does (the
+// memo breaks them; a tuple or object reached through itself is popped and
+// fetched from the memo). Batches follow _pickle.c exactly: a list or dict
+// node as batch_list_exact/batch_dict_exact (a dict of 1000 entries ends
+// with an empty MARK SETITEMS), an object's list_items/dict_items as
+// batch_list/batch_dict (a last batch of one is APPEND/SETITEM). Iterative:
+// no recursion on the C stack, whatever the depth.
+//
+// Known limit of the round trip: when CPython's pickler reaches an object
+// through its own REDUCE arguments, it writes a second copy that the decoder
+// drops (POP), so the graph no longer holds it and re-encoding differs.
+// Python's pickler never does that for the values torch.save writes.
 Result<std::vector<std::byte>> Encode(const Graph& graph, NodeId root, uint32_t max_depth = 100000);
 
 }  // namespace zerofold::pickle

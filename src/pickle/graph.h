@@ -113,8 +113,9 @@ class Graph {
   NodeId AddObject(ObjectData data);
   NodeId AddPersId(NodeId pid);
 
-  // Mutators. REQUIRES: kind fits (Append, Extend: list or set, or dict with
-  // `items` flattened k, v; SetItem: dict).
+  // Mutators. REQUIRES: kind fits (Append: list or set; Extend: list, set,
+  // or dict with `items` flattened k, v; SetItem: dict). Items may come from
+  // this graph (Items() of another node).
   void Append(NodeId list, NodeId item) { lists_[nodes_[list].a].push_back(item); }
   void Extend(NodeId container, std::span<const NodeId> items);
   void SetItem(NodeId dict, NodeId key, NodeId value);  // appends an entry

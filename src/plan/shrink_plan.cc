@@ -85,9 +85,14 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
   std::vector<uint32_t> tensor_output(ckpt.tensors.size(), UINT32_MAX);
 
   for (uint32_t s = 0; s < n_storages; ++s) {
-    if (!referenced[s]) continue;
     const torch::Storage& storage = ckpt.storages[s];
     plan.bytes_before += storage.nbytes;
+    if (!referenced[s]) {
+      // A storage the pickle names but no tensor views (a bare storage
+      // object): nothing says which of its bytes matter, so keep it whole.
+      plan.storages.push_back({s, 0, storage.nbytes, true, ""});
+      continue;
+    }
     std::vector<Extent>& ext = extents[s];
     std::sort(ext.begin(), ext.end(), [](const Extent& a, const Extent& b) {
       return a.range.begin != b.range.begin ? a.range.begin < b.range.begin : a.tensor < b.tensor;
@@ -102,8 +107,11 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
     }
 
     // No unreferenced byte: kept whole, also when it has none (a zero-byte
-    // storage under empty views is already exactly sized).
-    if (covered == storage.nbytes) {
+    // storage under empty views is already exactly sized). Packed sub-byte
+    // dtypes cannot start a storage mid-byte: kept whole too.
+    bool packed = false;
+    for (const Extent& e : ext) packed |= torch::ElementBits(ckpt.tensors[e.tensor].dtype) < 8;
+    if (covered == storage.nbytes || packed) {
       uint32_t out = static_cast<uint32_t>(plan.storages.size());
       plan.storages.push_back({s, 0, storage.nbytes, true, ""});
       for (const Extent& e : ext) tensor_output[e.tensor] = out;

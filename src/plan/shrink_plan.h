@@ -10,7 +10,8 @@
 // one exactly sized output storage, so tied weights and views of views keep
 // sharing storage at the same relative offsets, while the disjoint params of
 // one flat buffer get storages of their own. A storage whose views are all
-// empty becomes a zero-byte storage.
+// empty becomes a zero-byte storage. A storage no tensor views (the pickle
+// holds the storage object itself) is kept whole.
 #ifndef ZEROFOLD_PLAN_SHRINK_PLAN_H_
 #define ZEROFOLD_PLAN_SHRINK_PLAN_H_
 
@@ -42,7 +43,7 @@ struct ShrinkPlan {
   // forward-only reader meets their bytes, and string order of their keys.
   std::vector<OutputStorage> storages;
   std::vector<ViewPlacement> views;     // parallel to Checkpoint::tensors
-  uint64_t bytes_before = 0;            // sum of input storage nbytes (referenced storages)
+  uint64_t bytes_before = 0;            // sum of input storage nbytes
   uint64_t bytes_after = 0;             // sum of output storage nbytes
   // Input storages that were split or trimmed (indexes into Checkpoint::storages).
   std::vector<uint32_t> changed_storages;

@@ -33,33 +33,6 @@ constexpr std::array<DtypeInfo, kDtypeCount> kDtypes = {{
     {Dtype::U64, "U64", 64},
 }};
 
-// The safetensors <-> torch pairs. This is a local table over the torch::DType
-// enum (torch/dtype.h) so that this folder does not depend on torch's dtype
-// table being linked; torch::Info(d).safetensors must agree with it, which
-// tests/safetensors/dtype_test.cc can check once both are built together.
-struct TorchPair {
-  Dtype dtype;
-  torch::DType torch;
-};
-constexpr TorchPair kTorchPairs[] = {
-    {Dtype::BOOL, torch::DType::kBool},
-    {Dtype::U8, torch::DType::kUInt8},
-    {Dtype::I8, torch::DType::kInt8},
-    {Dtype::F8_E5M2, torch::DType::kFloat8E5M2},
-    {Dtype::F8_E4M3, torch::DType::kFloat8E4M3FN},
-    {Dtype::I16, torch::DType::kInt16},
-    {Dtype::U16, torch::DType::kUInt16},
-    {Dtype::F16, torch::DType::kFloat16},
-    {Dtype::BF16, torch::DType::kBFloat16},
-    {Dtype::I32, torch::DType::kInt32},
-    {Dtype::U32, torch::DType::kUInt32},
-    {Dtype::F32, torch::DType::kFloat32},
-    {Dtype::C64, torch::DType::kComplex64},
-    {Dtype::F64, torch::DType::kFloat64},
-    {Dtype::I64, torch::DType::kInt64},
-    {Dtype::U64, torch::DType::kUInt64},
-};
-
 }  // namespace
 
 const DtypeInfo& Info(Dtype dtype) { return kDtypes[static_cast<size_t>(dtype)]; }
@@ -71,18 +44,14 @@ std::optional<Dtype> ParseDtype(std::string_view code) {
   return std::nullopt;
 }
 
+// torch's dtype table (torch/dtype.cc) holds the safetensors code of each
+// torch dtype; both directions go through it so the two never disagree.
 std::optional<torch::DType> ToTorch(Dtype dtype) {
-  for (const TorchPair& p : kTorchPairs) {
-    if (p.dtype == dtype) return p.torch;
-  }
-  return std::nullopt;
+  return torch::FromSafetensors(DtypeCode(dtype));
 }
 
 std::optional<Dtype> FromTorch(torch::DType dtype) {
-  for (const TorchPair& p : kTorchPairs) {
-    if (p.torch == dtype) return p.dtype;
-  }
-  return std::nullopt;
+  return ParseDtype(torch::Info(dtype).safetensors);
 }
 
 ByteSize TensorByteSize(Dtype dtype, std::span<const uint64_t> shape) {

@@ -36,13 +36,13 @@ inline std::string_view DtypeCode(Dtype dtype) { return Info(dtype).code; }
 // From the JSON code; case-sensitive, as serde matches variant names.
 std::optional<Dtype> ParseDtype(std::string_view code);
 
-// The torch dtype with the same bytes, or nullopt where torch (as zerofold
-// models it) has none: F4, F6_E2M3, F6_E3M2, F8_E8M0. F8_E4M3 is
-// float8_e4m3fn and F8_E5M2 float8_e5m2, as safetensors' torch binding maps
-// them; C64 is complex64.
+// The torch dtype with the same element layout, from torch's dtype table
+// (torch::FromSafetensors), or nullopt where torch has none: F4 (torch's
+// float4_e2m1fn_x2 counts packed pairs), F6_E2M3, F6_E3M2. F8_E4M3 is
+// float8_e4m3fn, F8_E5M2 float8_e5m2, F8_E8M0 float8_e8m0fnu, C64 complex64.
 std::optional<torch::DType> ToTorch(Dtype dtype);
 // The safetensors dtype for a torch dtype, or nullopt (complex128, the fnuz
-// float8 variants, quantized types).
+// float8 variants, quantized and bits types, ...).
 std::optional<Dtype> FromTorch(torch::DType dtype);
 
 // The byte size of a tensor, computed as the reference's Metadata::validate

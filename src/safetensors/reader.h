@@ -64,7 +64,7 @@ struct ReadOptions {
 struct TensorInfo {
   std::string name;
   Dtype dtype = Dtype::BOOL;
-  // The matching torch dtype; nullopt for F4, F6_E2M3, F6_E3M2, F8_E8M0.
+  // The matching torch dtype (ToTorch); nullopt for F4, F6_E2M3, F6_E3M2.
   std::optional<torch::DType> torch_dtype;
   std::vector<uint64_t> shape;  // [] is a scalar
   uint64_t begin = 0;           // data_offsets, relative to the byte buffer

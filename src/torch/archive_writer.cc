@@ -39,9 +39,6 @@ Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, Sink
   for (size_t index : order) {
     const StorageRecord& rec = c.storages[index];
     const std::string name = prefix + "data/" + rec.key;
-    // The size is known: declaring it lays the record out as torch does (no
-    // data descriptor for an empty record, zip64 past 4 GiB), as
-    // TorchArchiveSize assumes.
     ZF_TRY(zip.BeginEntry(name, rec.nbytes));
     uint64_t emitted = 0;
     EmitBytes emit = [&](std::span<const std::byte> bytes) -> Status {

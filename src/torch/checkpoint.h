@@ -5,23 +5,27 @@
 // ReadCheckpoint. Reads only the container's directory and the pickle(s):
 // storage bytes are located, never read.
 //
-// Patching (for writers that move views, e.g. shrink). Every tensor view is a
-// rebuild call in the graph whose argument tuple `Tensor::args` starts with
-// (storage pid, storage_offset, size, stride, ...):
-//   - args item 0 is `Tensor::pid`, a kPersId node whose value is the tuple
-//     ('storage', class, key, location, numel[, view_metadata]). To move the
-//     view to another storage, build a new pid tuple (new key; numel in
-//     elements of the class, or in bytes for torch.UntypedStorage, see
-//     ParseStoragePid in torch/tensor_recognizer.h) and a new kPersId node,
-//     and ReplaceItem(args, 0, new_pid). Do not edit the old pid tuple in
-//     place: other tensors may share it.
-//   - args item 1 is the storage offset in elements of the tensor's dtype:
-//     ReplaceItem(args, 1, graph.AddInt(new_offset)).
+// Patching (for writers that move views, e.g. shrink; torch/retarget.h does
+// it). Every tensor view is a rebuild call in the graph whose argument tuple
+// `Tensor::args` starts with (storage pid, storage_offset, size, stride, ...)
+// (positions kArgStorage, kArgStorageOffset in torch/format.h):
+//   - item kArgStorage is `Tensor::pid`, a kPersId node whose value is the
+//     tuple ('storage', class, key, location, numel[, view_metadata]). To
+//     move the view to another storage, build a new pid tuple (new key;
+//     numel in elements of the class, or in bytes for torch.UntypedStorage,
+//     see ParseStoragePid in torch/tensor_recognizer.h; five items for zip
+//     output) and a new kPersId node, and ReplaceItem(args, kArgStorage,
+//     new_pid). Do not edit the old pid tuple in place: other views may
+//     share it.
+//   - item kArgStorageOffset is the storage offset in elements of the
+//     tensor's dtype: ReplaceItem(args, kArgStorageOffset, AddInt(offset)).
 // A node reached by two paths (a tied weight) appears as two Tensors with the
 // same `node`, `rebuild` and `args`: patch each args tuple once. Two views of
 // one storage have different args tuples and both must be patched.
-// Storage::pid_node is only the first pid naming the storage; every pid that
-// names a key is found by scanning the graph's kPersId nodes.
+// `storages` also lists storages no tensor views (a bare storage in the
+// pickle, or a pid unreachable from the root): a writer copies or refuses
+// them. Storage::pid_node is only the first pid naming the storage; every
+// pid that names a key is found by scanning the graph's kPersId nodes.
 //
 // Thread safety: a Checkpoint is a value; ReadCheckpoint is thread-safe for
 // distinct sources.
@@ -149,7 +153,10 @@ Status CheckViews(const Checkpoint& ckpt);
 // Reads a torch file. Errors name the record and offset:
 //   kUnsupported  TorchScript archives (constants.pkl, code/), the "PYTORCH1"
 //                 preview format, the oldest (tar) format, legacy storage
-//                 views (view metadata, torch < 0.4);
+//                 views (view metadata, torch < 0.4), what the zip reader
+//                 refuses (deflated or encrypted entries);
+//   kLimit        ReadOptions limits (pickle bytes, decoder limits, graph
+//                 visits, path depth), naming the flag that raises them;
 //   kCorrupt      a storage record shorter than its declared bytes, a pid
 //                 whose key has no record, a storage declared twice with
 //                 different types or sizes, a view that leaves its storage

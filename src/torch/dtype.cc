@@ -91,4 +91,12 @@ std::optional<DType> FromSafetensors(std::string_view code) {
   return std::nullopt;
 }
 
+uint32_t ElementBits(DType dtype) {
+  switch (dtype) {
+    case DType::kQUInt4x2: return 4;
+    case DType::kQUInt2x4: return 2;
+    default: return Info(dtype).itemsize * 8;
+  }
+}
+
 }  // namespace zerofold::torch

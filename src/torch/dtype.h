@@ -46,6 +46,10 @@ struct DTypeInfo {
 std::span<const DTypeInfo> AllDTypes();
 
 const DTypeInfo& Info(DType dtype);
+// Bits per element: itemsize x 8, except the packed quantized types
+// quint4x2 (4) and quint2x4 (2), whose storages hold ceil(numel x bits / 8)
+// bytes while torch reports an element size of 1.
+uint32_t ElementBits(DType dtype);
 // From the storage class name of a `torch.XStorage` global ("FloatStorage").
 // "UntypedStorage" is not a dtype: it gives nullopt (see IsUntypedStorageClass).
 std::optional<DType> FromStorageClass(std::string_view class_name);

@@ -2,6 +2,7 @@
 #ifndef ZEROFOLD_TORCH_FORMAT_H_
 #define ZEROFOLD_TORCH_FORMAT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -53,9 +54,44 @@ constexpr std::string_view kRebuildFromTypeV2 = "_rebuild_from_type_v2";
 constexpr std::string_view kSizeClass = "Size";  // torch.Size
 constexpr std::string_view kCollectionsModule = "collections";
 constexpr std::string_view kOrderedDictClass = "OrderedDict";
+// Rebuild call arguments (torch/_utils.py, torch/_tensor.py):
+//   _rebuild_tensor(storage, storage_offset, size, stride)
+//   _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])
+//   _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype[, metadata])
+//   _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad, backward_hooks)
+//   _rebuild_parameter(data, requires_grad, backward_hooks)
+//   _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state)
+//   _rebuild_from_type_v2(func, new_type, args, state)
+constexpr size_t kArgStorage = 0;
+constexpr size_t kArgStorageOffset = 1;
+constexpr size_t kArgSize = 2;
+constexpr size_t kArgStride = 3;
+constexpr size_t kArgRequiresGrad = 4;     // v2, v3
+constexpr size_t kArgV3DType = 6;
+constexpr size_t kArgQuantizerParams = 4;  // qtensor
+constexpr size_t kArgQRequiresGrad = 5;    // qtensor
+constexpr size_t kRebuildTensorArgs = 4;
+constexpr size_t kRebuildTensorV2Args = 6;  // + 1 with metadata
+constexpr size_t kRebuildTensorV3Args = 7;  // + 1 with metadata
+constexpr size_t kRebuildQTensorArgs = 7;
+constexpr size_t kArgParamData = 0;
+constexpr size_t kArgParamRequiresGrad = 1;
+constexpr size_t kArgParamState = 3;
+constexpr size_t kRebuildParameterArgs = 3;
+constexpr size_t kRebuildParameterWithStateArgs = 4;
+constexpr size_t kArgFromTypeFunc = 0;
+constexpr size_t kArgFromTypeArgs = 2;
+constexpr size_t kArgFromTypeState = 3;
+constexpr size_t kRebuildFromTypeV2Args = 4;
 // Persistent ids: ('storage', class, key, location, numel[, view_metadata]).
 constexpr std::string_view kStoragePidTag = "storage";
 constexpr std::string_view kModulePidTag = "module";  // legacy: ('module', class, file, source)
+constexpr size_t kPidTag = 0;
+constexpr size_t kPidClass = 1;
+constexpr size_t kPidKey = 2;
+constexpr size_t kPidLocation = 3;
+constexpr size_t kPidNumel = 4;
+constexpr size_t kPidViewMetadata = 5;  // legacy only
 constexpr size_t kZipStoragePidItems = 5;
 constexpr size_t kLegacyStoragePidItems = 6;
 

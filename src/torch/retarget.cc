@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "torch/format.h"
 #include "torch/tensor_recognizer.h"
 
 namespace zerofold::torch {
@@ -25,7 +26,6 @@ Status RetargetTensors(Checkpoint& ckpt, std::span<const NewStorage> storages,
     const NewStorage& out = storages[place.storage];
     const Storage& in = ckpt.storages[tensor.storage];
 
-    std::span<const pickle::NodeId> pid_items = g.Items(g.PersId(tensor.pid));
     Result<std::optional<StoragePid>> parsed = ParseStoragePid(g, tensor.pid, ckpt.format);
     if (!parsed.ok() || !parsed->has_value())
       return Status::Internal("tensor " + tensor.name + " lost its storage pid");
@@ -38,14 +38,18 @@ Status RetargetTensors(Checkpoint& ckpt, std::span<const NewStorage> storages,
     if (out.nbytes % unit != 0)
       return Status::InvalidArgument("storage " + out.key + " of " + std::to_string(out.nbytes) +
                                      " bytes is not a whole number of " + std::to_string(unit) + "-byte elements");
-    if (key_nodes[place.storage] == pickle::kNoNode) key_nodes[place.storage] = g.AddStr(out.key);
     // ('storage', class, key, location, numel): reuse the tag, class and
-    // location nodes, so the memo shares them as torch.save does.
-    pickle::NodeId items[5] = {pid_items[0], pid_items[1], key_nodes[place.storage], pid_items[3],
-                               g.AddInt(static_cast<int64_t>(out.nbytes / unit))};
+    // location nodes, so the memo shares them as torch.save does. Read them
+    // before adding nodes: graph spans do not survive mutation.
+    std::span<const pickle::NodeId> old_items = g.Items(g.PersId(tensor.pid));
+    pickle::NodeId items[kZipStoragePidItems] = {old_items[kPidTag], old_items[kPidClass], pickle::kNoNode,
+                                                 old_items[kPidLocation], pickle::kNoNode};
+    if (key_nodes[place.storage] == pickle::kNoNode) key_nodes[place.storage] = g.AddStr(out.key);
+    items[kPidKey] = key_nodes[place.storage];
+    items[kPidNumel] = g.AddInt(static_cast<int64_t>(out.nbytes / unit));
     pickle::NodeId tuple = g.AddSequence(pickle::Kind::kTuple, items);
-    g.ReplaceItem(tensor.args, 0, g.AddPersId(tuple));
-    g.ReplaceItem(tensor.args, 1, g.AddInt(place.storage_offset));
+    g.ReplaceItem(tensor.args, kArgStorage, g.AddPersId(tuple));
+    g.ReplaceItem(tensor.args, kArgStorageOffset, g.AddInt(place.storage_offset));
   }
   return Status::OK();
 }

@@ -328,8 +328,12 @@ Result<std::optional<View>> Recognizer::ClassifyCall(Rebuild kind, NodeId call, 
                            std::string(args == kNoNode ? "missing value" : KindName(g_.kind(args))) +
                            ", not a tuple");
   std::span<const NodeId> a = g_.Items(args);
-  auto count_error = [&](std::string_view fn, std::string_view expected) {
-    return Status::Corrupt(std::string(fn) + " takes " + std::string(expected) + " arguments, got " +
+  // Checks a.size() is `n`, or `n` or `n + 1` when a trailing metadata
+  // argument is allowed.
+  auto count_ok = [&](std::string_view fn, size_t n, bool metadata) -> Status {
+    if (a.size() == n || (metadata && a.size() == n + 1)) return Status::OK();
+    return Status::Corrupt(std::string(fn) + " takes " + std::to_string(n) +
+                           (metadata ? " or " + std::to_string(n + 1) : std::string()) + " arguments, got " +
                            std::to_string(a.size()));
   };
   switch (kind) {
@@ -340,30 +344,28 @@ Result<std::optional<View>> Recognizer::ClassifyCall(Rebuild kind, NodeId call, 
     case Rebuild::kQTensor: {
       // A view needs a storage pid first; anything else (e.g. a storage
       // pickled by value) stays symbolic.
-      if (a.empty() || g_.kind(a[0]) != Kind::kPersId) return std::optional<View>();
-      auto storage = storage_by_pid_.find(a[0]);
+      if (a.empty() || g_.kind(a[kArgStorage]) != Kind::kPersId) return std::optional<View>();
+      auto storage = storage_by_pid_.find(a[kArgStorage]);
       if (storage == storage_by_pid_.end()) return std::optional<View>();  // a module pid
-      if (kind == Rebuild::kTensor && a.size() != 4) return count_error(kRebuildTensor, "4");
-      if (kind == Rebuild::kTensorV2 && a.size() != 6 && a.size() != 7)
-        return count_error(kRebuildTensorV2, "6 or 7");
-      if (kind == Rebuild::kTensorV3 && a.size() != 7 && a.size() != 8)
-        return count_error(kRebuildTensorV3, "7 or 8");
-      if (kind == Rebuild::kQTensor && a.size() != 7) return count_error(kRebuildQTensor, "7");
+      if (kind == Rebuild::kTensor) ZF_TRY(count_ok(kRebuildTensor, kRebuildTensorArgs, false));
+      if (kind == Rebuild::kTensorV2) ZF_TRY(count_ok(kRebuildTensorV2, kRebuildTensorV2Args, true));
+      if (kind == Rebuild::kTensorV3) ZF_TRY(count_ok(kRebuildTensorV3, kRebuildTensorV3Args, true));
+      if (kind == Rebuild::kQTensor) ZF_TRY(count_ok(kRebuildQTensor, kRebuildQTensorArgs, false));
       View v;
       v.rebuild = call;
       v.args = args;
-      v.pid = a[0];
+      v.pid = a[kArgStorage];
       v.storage = storage->second;
       const Storage& s = out_.storages[v.storage];
       v.dtype = s.untyped ? DType::kUInt8 : s.dtype;
-      ZF_ASSIGN_OR_RETURN(v.storage_offset, IntArg(a[1], "storage_offset"));
-      ZF_ASSIGN_OR_RETURN(v.shape, IntsArg(a[2], "size"));
-      ZF_ASSIGN_OR_RETURN(v.stride, IntsArg(a[3], "stride"));
+      ZF_ASSIGN_OR_RETURN(v.storage_offset, IntArg(a[kArgStorageOffset], "storage_offset"));
+      ZF_ASSIGN_OR_RETURN(v.shape, IntsArg(a[kArgSize], "size"));
+      ZF_ASSIGN_OR_RETURN(v.stride, IntsArg(a[kArgStride], "stride"));
       if (kind == Rebuild::kTensorV2 || kind == Rebuild::kTensorV3) {
-        ZF_ASSIGN_OR_RETURN(v.requires_grad, BoolArg(a[4], "requires_grad"));
+        ZF_ASSIGN_OR_RETURN(v.requires_grad, BoolArg(a[kArgRequiresGrad], "requires_grad"));
       }
       if (kind == Rebuild::kTensorV3) {
-        NodeId d = a[6];
+        NodeId d = a[kArgV3DType];
         std::optional<DType> dtype;
         if (g_.kind(d) == Kind::kGlobal && g_.GlobalModule(d) == kTorchModule) dtype = FromName(g_.GlobalName(d));
         if (!dtype)
@@ -374,36 +376,37 @@ Result<std::optional<View>> Recognizer::ClassifyCall(Rebuild kind, NodeId call, 
         v.dtype = *dtype;
       }
       if (kind == Rebuild::kQTensor) {
-        ZF_ASSIGN_OR_RETURN(v.requires_grad, BoolArg(a[5], "requires_grad"));
+        ZF_ASSIGN_OR_RETURN(v.requires_grad, BoolArg(a[kArgQRequiresGrad], "requires_grad"));
         v.quantized = true;
-        // Per-channel quantizer parameters hold scale and zero-point tensors.
+        // Per-channel quantizer parameters (args[kArgQuantizerParams]) hold
+        // scale and zero-point tensors: they are named ".args.4.<i>".
         v.extras.push_back({Child::Step::kAttr, kArgsAttr, 0, kNoNode, args});
       }
       return std::optional<View>(std::move(v));
     }
     case Rebuild::kParameter:
     case Rebuild::kParameterWithState: {
-      if (kind == Rebuild::kParameter && a.size() != 3) return count_error(kRebuildParameter, "3");
-      if (kind == Rebuild::kParameterWithState && a.size() != 4)
-        return count_error(kRebuildParameterWithState, "4");
-      if (g_.kind(a[0]) != Kind::kObject) return std::optional<View>();
-      ZF_ASSIGN_OR_RETURN(std::optional<View> data, ClassifyObject(a[0], depth + 1));
+      if (kind == Rebuild::kParameter) ZF_TRY(count_ok(kRebuildParameter, kRebuildParameterArgs, false));
+      if (kind == Rebuild::kParameterWithState)
+        ZF_TRY(count_ok(kRebuildParameterWithState, kRebuildParameterWithStateArgs, false));
+      if (g_.kind(a[kArgParamData]) != Kind::kObject) return std::optional<View>();
+      ZF_ASSIGN_OR_RETURN(std::optional<View> data, ClassifyObject(a[kArgParamData], depth + 1));
       if (!data || data->is_parameter) return std::optional<View>();
-      ZF_ASSIGN_OR_RETURN(data->requires_grad, BoolArg(a[1], "requires_grad"));
+      ZF_ASSIGN_OR_RETURN(data->requires_grad, BoolArg(a[kArgParamRequiresGrad], "requires_grad"));
       data->is_parameter = true;
       if (kind == Rebuild::kParameterWithState)
-        data->extras.push_back({Child::Step::kAttr, kStateAttr, 0, kNoNode, a[3]});
+        data->extras.push_back({Child::Step::kAttr, kStateAttr, 0, kNoNode, a[kArgParamState]});
       return data;
     }
     case Rebuild::kFromTypeV2: {
-      // (func, type, args, state): a tensor subclass rebuilt by func(*args).
-      if (a.size() != 4) return count_error(kRebuildFromTypeV2, "4");
-      Rebuild inner = RebuildOf(g_, a[0]);
+      // A tensor subclass rebuilt by func(*args), then given `state`.
+      ZF_TRY(count_ok(kRebuildFromTypeV2, kRebuildFromTypeV2Args, false));
+      Rebuild inner = RebuildOf(g_, a[kArgFromTypeFunc]);
       if (inner == Rebuild::kNone || inner == Rebuild::kFromTypeV2) return std::optional<View>();
-      ZF_ASSIGN_OR_RETURN(std::optional<View> v, ClassifyCall(inner, call, a[2], depth + 1));
+      ZF_ASSIGN_OR_RETURN(std::optional<View> v, ClassifyCall(inner, call, a[kArgFromTypeArgs], depth + 1));
       if (!v) return v;
       if (inner != Rebuild::kParameter && inner != Rebuild::kParameterWithState) v->rebuild = call;
-      v->extras.push_back({Child::Step::kAttr, kStateAttr, 0, kNoNode, a[3]});
+      v->extras.push_back({Child::Step::kAttr, kStateAttr, 0, kNoNode, a[kArgFromTypeState]});
       return v;
     }
   }
@@ -629,7 +632,7 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
     return Status::Corrupt("persistent id is a " +
                            std::string(v < g.size() ? KindName(g.kind(v)) : "missing value") + ", not a tuple");
   std::span<const NodeId> items = g.Items(v);
-  std::optional<std::string_view> tag = items.empty() ? std::nullopt : Text(g, items[0]);
+  std::optional<std::string_view> tag = items.empty() ? std::nullopt : Text(g, items[kPidTag]);
   if (tag && format == Format::kTorchLegacy && *tag == kModulePidTag) return std::optional<StoragePid>();
   if (!tag || *tag != kStoragePidTag)
     return Status::Corrupt("persistent id type is " + (tag ? "'" + std::string(*tag) + "'" : std::string("not a str")) +
@@ -639,7 +642,7 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
     return Status::Corrupt("storage persistent id has " + std::to_string(items.size()) + " items, not " +
                            std::to_string(expected));
   StoragePid pid;
-  NodeId cls = items[1];
+  NodeId cls = items[kPidClass];
   if (g.kind(cls) != Kind::kGlobal)
     return Status::Corrupt("storage class is a " + std::string(KindName(g.kind(cls))) + ", not a global");
   if (IsTorchModule(g.GlobalModule(cls)) && IsUntypedStorageClass(g.GlobalName(cls))) {
@@ -648,7 +651,7 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
     if (IsTorchModule(g.GlobalModule(cls))) pid.dtype = FromStorageClass(g.GlobalName(cls));
     if (!pid.dtype) return Status::Corrupt("storage class " + GlobalText(g, cls) + " is not a torch storage type");
   }
-  NodeId key = items[2];
+  NodeId key = items[kPidKey];
   if (g.kind(key) == Kind::kStr) {
     pid.key = g.AsStr(key);
   } else if (g.kind(key) == Kind::kInt) {
@@ -656,12 +659,12 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
   } else {
     return Status::Corrupt("storage key is a " + std::string(KindName(g.kind(key))) + ", not a str");
   }
-  std::optional<std::string_view> location = Text(g, items[3]);
+  std::optional<std::string_view> location = Text(g, items[kPidLocation]);
   if (!location)
-    return Status::Corrupt("storage '" + pid.key + "' location is a " + std::string(KindName(g.kind(items[3]))) +
+    return Status::Corrupt("storage '" + pid.key + "' location is a " + std::string(KindName(g.kind(items[kPidLocation]))) +
                            ", not a str");
   pid.location = *location;
-  NodeId numel = items[4];
+  NodeId numel = items[kPidNumel];
   if (g.kind(numel) != Kind::kInt || g.AsInt(numel) < 0)
     return Status::Corrupt("storage '" + pid.key + "' numel is " +
                            (g.kind(numel) == Kind::kInt ? std::to_string(g.AsInt(numel))
@@ -674,7 +677,7 @@ Result<std::optional<StoragePid>> ParseStoragePid(const Graph& g, NodeId node, F
     return Status::Corrupt("storage '" + pid.key + "' of " + std::to_string(pid.numel) + " " +
                            std::to_string(itemsize) + "-byte elements overflows");
   pid.nbytes = *nbytes;
-  if (format == Format::kTorchLegacy && g.kind(items[5]) != Kind::kNone)
+  if (format == Format::kTorchLegacy && g.kind(items[kPidViewMetadata]) != Kind::kNone)
     return Status::Unsupported("storage '" + pid.key + "' is a view of another storage (view metadata, torch < 0.4)");
   return std::optional<StoragePid>(std::move(pid));
 }

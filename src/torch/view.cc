@@ -35,7 +35,12 @@ std::string ShapeText(std::span<const int64_t> shape) {
 uint64_t Tensor::numel() const { return SaturatingNumel(shape); }
 
 uint64_t Tensor::nbytes() const {
-  std::optional<uint64_t> n = io::CheckedMul<uint64_t>(numel(), Info(dtype).itemsize);
+  const uint32_t element_bits = ElementBits(dtype);
+  if (element_bits < 8) {  // packed: ceil(numel x bits / 8) without overflow
+    uint64_t per_byte = 8 / element_bits, n = numel();
+    return n / per_byte + (n % per_byte != 0);
+  }
+  std::optional<uint64_t> n = io::CheckedMul<uint64_t>(numel(), element_bits / 8);
   return n ? *n : UINT64_MAX;
 }
 
@@ -79,7 +84,13 @@ Result<ByteRange> ExtentOf(std::span<const int64_t> shape, std::span<const int64
 }
 
 Result<ByteRange> ViewExtent(const Tensor& tensor) {
-  Result<ByteRange> r = ExtentOf(tensor.shape, tensor.stride, tensor.storage_offset, Info(tensor.dtype).itemsize);
+  const uint32_t bits = ElementBits(tensor.dtype);
+  Result<ByteRange> r = ExtentOf(tensor.shape, tensor.stride, tensor.storage_offset, bits < 8 ? 1 : bits / 8);
+  if (r.ok() && bits < 8) {
+    // Packed elements: bytes from the one holding the first element to the
+    // one holding the last (the extent's elements are counted in items of 1).
+    return ByteRange{r->begin * bits / 8, (r->end * bits + 7) / 8};
+  }
   if (!r.ok()) {
     Status s = r.status();
     s.WithRecord(tensor.name);
@@ -91,8 +102,8 @@ Result<ByteRange> ViewExtent(const Tensor& tensor) {
 Status CheckViews(const Checkpoint& ckpt) {
   for (const Storage& s : ckpt.storages) {
     if (s.record_size < s.nbytes)
-      return Status::Corrupt("record " + s.record + " has " + std::to_string(s.record_size) +
-                             " bytes, storage declares " + std::to_string(s.nbytes))
+      return Status::Corrupt("storage '" + s.key + "' declares " + std::to_string(s.nbytes) + " bytes, its record " +
+                             s.record + " holds only " + std::to_string(s.record_size))
           .WithRecord(s.record)
           .WithOffset(s.data_offset);
   }

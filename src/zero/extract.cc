@@ -29,6 +29,7 @@ constexpr std::string_view kZeroStage = "zero_stage";
 constexpr std::string_view kPartitionCount = "partition_count";
 constexpr std::string_view kSinglePartitionOfFp32Groups = "single_partition_of_fp32_groups";
 constexpr std::string_view kFp32FlatGroups = "fp32_flat_groups";
+constexpr std::string_view kLocalSubPartitionsOfFp32Groups = "local_sub_partitions_of_fp32_groups";
 constexpr std::string_view kGroupPaddings = "group_paddings";
 constexpr std::string_view kParamSliceMappings = "param_slice_mappings";
 constexpr std::string_view kZeroStageEnum = "ZeroStageEnum";
@@ -332,6 +333,11 @@ Result<OptimStates> ExtractOptimStates(const torch::Checkpoint& ckpt, std::strin
     groups = r.Get(osd, kFp32FlatGroups);
     key = kFp32FlatGroups;
     o.fp32_groups_key = Fp32GroupsKey::kFp32FlatGroups;
+  }
+  if (groups == kNoNode && r.Get(osd, kLocalSubPartitionsOfFp32Groups) != kNoNode) {
+    Status s = Status::Unsupported(
+        "DeepSpeed's old ZeRO-1 layout (local_sub_partitions_of_fp32_groups) is not supported");
+    return s.WithPath(file).WithRecord(Sub(where, kLocalSubPartitionsOfFp32Groups));
   }
   if (groups == kNoNode) {
     return r.Error(where, "neither single_partition_of_fp32_groups nor fp32_flat_groups: no fp32 weights");

@@ -25,7 +25,8 @@ Result<ModelStates> ExtractModelStates(const torch::Checkpoint& ckpt, std::strin
 // `rank`. `zero_stage` may be an int, ZeroStageEnum(n), or the member
 // (getattr(ZeroStageEnum, 'gradients'), as Python >= 3.11 pickles it).
 // kCorrupt as above when `optimizer_state_dict` lacks `partition_count` or
-// the fp32 groups, or a value has the wrong kind.
+// the fp32 groups, or a value has the wrong kind; kUnsupported for the old
+// ZeRO-1 layout (local_sub_partitions_of_fp32_groups).
 Result<OptimStates> ExtractOptimStates(const torch::Checkpoint& ckpt, std::string_view file, uint32_t rank);
 
 }  // namespace zerofold::zero

@@ -257,12 +257,9 @@ Status Planner::CheckRanks() {
                          ", this file holds the other key",
                      o.file);
     }
+    // DeepSpeed writes a list (one per param group) in stage 1/2 and an int
+    // in stage 3; either form is read as "these groups span that many ranks".
     if (o.partition_count.empty()) return Corrupt("partition_count is empty", o.file);
-    if (o.partition_count_is_list != (stage_ != 3)) {
-      return Corrupt(std::string("partition_count is ") + (o.partition_count_is_list ? "a list" : "an int") +
-                         " in a stage " + std::to_string(stage_) + " file",
-                     o.file);
-    }
     for (int64_t pc : o.partition_count) {
       if (pc != o.partition_count[0]) {
         Status s = Status::Unsupported("param groups partitioned over different world sizes (partition_count " +
@@ -358,7 +355,7 @@ Status Planner::PlanStage12Params() {
   const std::vector<OptimStates>& optim = ckpt_.optim_states;
   size_t groups = ms().param_shapes.size();
   for (const OptimStates& o : optim) {
-    if (o.fp32_groups.size() != groups || o.partition_count.size() != groups) {
+    if (o.fp32_groups.size() != groups || (o.partition_count_is_list && o.partition_count.size() != groups)) {
       return Corrupt("rank " + std::to_string(o.rank) + " has " + std::to_string(o.fp32_groups.size()) +
                          " fp32 partitions and partition_count " + torch::ShapeText(o.partition_count) + ", param_shapes has " +
                          std::to_string(groups) + " param groups",
@@ -430,6 +427,12 @@ Status Planner::PlanStage12Params() {
 // exactly the placements computed from param_shapes.
 Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& shapes,
                                    const std::vector<std::vector<SourceSlice>>& placed) {
+  // Per rank, the params placed there: (param index, slice). A rank's
+  // partition is one tensor, so a param has at most one slice per rank.
+  std::vector<std::vector<std::pair<size_t, const SourceSlice*>>> by_rank(world_size_);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (const SourceSlice& s : placed[i]) by_rank[s.file].emplace_back(i, &s);
+  }
   for (const OptimStates& o : ckpt_.optim_states) {
     if (!o.param_slice_mappings) continue;
     const std::vector<std::vector<SliceMapping>>& mappings = *o.param_slice_mappings;
@@ -441,10 +444,8 @@ Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& 
     // Placement of each param on this rank: (start in partition, count).
     std::unordered_map<std::string_view, std::pair<uint64_t, uint64_t>> here;
     uint64_t base = static_cast<uint64_t>(o.fp32_groups[group].storage_offset);
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      for (const SourceSlice& s : placed[i]) {
-        if (s.file == o.rank) here.emplace(shapes[i].name, std::make_pair(s.offset - base, s.count));
-      }
+    for (const auto& [i, s] : by_rank[o.rank]) {
+      here.emplace(shapes[i].name, std::make_pair(s->offset - base, s->count));
     }
     size_t matched = 0;
     std::unordered_set<std::string_view> seen;

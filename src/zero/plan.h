@@ -30,7 +30,7 @@ struct SourceSlice {
   SourceKind source = SourceKind::kOptimStates;
   uint32_t file = 0;
   std::string storage;   // storage key within that file
-  uint64_t offset = 0;   // first element, counted from the storage's start
+  uint64_t offset = 0;   // first element, in `dtype` elements from the storage's start
   uint64_t count = 0;    // elements; never 0
   torch::DType dtype = torch::DType::kFloat32;  // the storage's element type
 
@@ -80,11 +80,16 @@ struct PlanOptions {
 //     (MoE); a stage-3 checkpoint without frozen fragments whose `module`
 //     still names frozen params (unless exclude_frozen); a non-contiguous
 //     frozen param or buffer in `module`.
-//   kNotFound: fewer rank files than partition_count says; no optim states.
+//   kNotFound: fewer rank files than partition_count says (stage 3: also
+//     model-states files); no optim states; no model states.
 //   kCorrupt: more rank files than partition_count says; ranks that disagree
-//     on the stage or the world size; partitions whose lengths do not fit the
-//     recorded shapes (the numbers are in the message); param_slice_mappings
-//     that contradict a placement; names missing from `module` or duplicated.
+//     on the stage, the world size or the recorded shapes; partitions whose
+//     lengths do not fit the recorded shapes (the numbers are in the
+//     message); param_slice_mappings that contradict a placement; buffers
+//     missing from `module`; duplicated names; a `module` name that is no
+//     param, buffer, tie or frozen param when frozen params are recorded.
+//   kInvalidArgument: optim_states not in rank order, several model states
+//     for stage 1/2, a non-floating float_dtype.
 Result<MergePlan> PlanMerge(const ZeroCheckpoint& ckpt, const PlanOptions& options = {});
 
 }  // namespace zerofold::zero

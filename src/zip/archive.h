@@ -3,11 +3,12 @@
 //
 // The reader trusts only the central directory: torch's local headers carry
 // flags 0x0808 with zero CRC and sizes, a data descriptor follows each
-// record, and data is 64-byte aligned behind an "FB" extra field; the reader
-// relies on none of that. Only stored (method 0), unencrypted entries are
-// accepted. Every entry must lie inside the file, entries must not overlap
-// each other or the central directory, names must not repeat, escape
-// ("../", absolute, backslashes) or be empty.
+// non-empty record, and data is 64-byte aligned behind an "FB" extra field;
+// the reader relies on none of that. Only stored (method 0), unencrypted
+// entries are accepted. Every entry must lie inside the file, entries must
+// not overlap each other or the central directory, names must not repeat,
+// escape ("../", absolute, backslashes), hold control characters or be
+// empty (zip/entry_name.h). For a pipe, see zip/stream_reader.h.
 //
 // Thread safety: an Archive is an immutable value after ReadArchive returns.
 #ifndef ZEROFOLD_ZIP_ARCHIVE_H_

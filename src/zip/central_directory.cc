@@ -24,21 +24,21 @@ struct CentralHeader {
 CentralHeader DecodeCentralHeader(const std::byte* p) {  // unchecked: 46 bytes
   CentralHeader h;
   h.signature = io::DecodeU32le(p);
-  h.version_made_by = io::DecodeU16le(p + 4);
-  h.version_needed = io::DecodeU16le(p + 6);
+  h.version_made_by = io::DecodeU16le(p + kCentralVersionMadeByOffset);
+  h.version_needed = io::DecodeU16le(p + kCentralVersionNeededOffset);
   h.flags = io::DecodeU16le(p + kCentralFlagsOffset);
   h.method = io::DecodeU16le(p + kCentralMethodOffset);
-  h.time = io::DecodeU16le(p + 12);
-  h.date = io::DecodeU16le(p + 14);
+  h.time = io::DecodeU16le(p + kCentralTimeOffset);
+  h.date = io::DecodeU16le(p + kCentralDateOffset);
   h.crc32 = io::DecodeU32le(p + kCentralCrcOffset);
   h.compressed_size = io::DecodeU32le(p + kCentralCompressedSizeOffset);
   h.uncompressed_size = io::DecodeU32le(p + kCentralUncompressedSizeOffset);
   h.name_length = io::DecodeU16le(p + kCentralNameLengthOffset);
-  h.extra_length = io::DecodeU16le(p + kCentralNameLengthOffset + 2);
-  h.comment_length = io::DecodeU16le(p + kCentralNameLengthOffset + 4);
+  h.extra_length = io::DecodeU16le(p + kCentralExtraLengthOffset);
+  h.comment_length = io::DecodeU16le(p + kCentralCommentLengthOffset);
   h.disk_start = io::DecodeU16le(p + kCentralDiskStartOffset);
-  h.internal_attributes = io::DecodeU16le(p + kCentralDiskStartOffset + 2);
-  h.external_attributes = io::DecodeU32le(p + kCentralDiskStartOffset + 4);
+  h.internal_attributes = io::DecodeU16le(p + kCentralInternalAttributesOffset);
+  h.external_attributes = io::DecodeU32le(p + kCentralExternalAttributesOffset);
   h.header_offset = io::DecodeU32le(p + kCentralLocalHeaderOffsetOffset);
   return h;
 }

@@ -60,13 +60,6 @@ Result<EndOfCentralDir> FindEndOfCentralDir(const RandomSource& src) {
       .WithOffset(window_offset);
 }
 
-// Field offsets within the end record, for errors about one field.
-constexpr uint64_t kEocdDiskOffset = 4;
-constexpr uint64_t kEocdEntriesOnDiskOffset = 4 + 2 + 2;
-constexpr uint64_t kEocdEntriesOffset = kEocdEntriesOnDiskOffset + 2;
-constexpr uint64_t kEocdCdSizeOffset = kEocdEntriesOffset + 2;
-constexpr uint64_t kEocdCdOffsetOffset = kEocdCdSizeOffset + 4;
-
 // A 16- or 32-bit end record field must hold the zip64 value or the marker.
 Status CheckAgrees(const char* what, uint64_t field, uint64_t marker, uint64_t zip64_value,
                    uint64_t field_offset) {
@@ -117,7 +110,7 @@ Status ReadZip64Records(const RandomSource& src, const EndOfCentralDir& eocd, ui
     return Status::Corrupt("zip64 end record declares " + std::to_string(record_size) +
                            " bytes after its size field, but the locator is " +
                            std::to_string(room) + " bytes further")
-        .WithOffset(zip64_offset + 4);
+        .WithOffset(zip64_offset + kZip64EndRecordSizeOffset);
   }
   ZF_TRY(rc.Skip(2 + 2));  // version made by, version needed
   const uint32_t disk = rc.U32le().value();
@@ -130,23 +123,23 @@ Status ReadZip64Records(const RandomSource& src, const EndOfCentralDir& eocd, ui
     return Status::Unsupported("multi-disk archive: zip64 end record is on disk " +
                                std::to_string(disk) + ", central directory on disk " +
                                std::to_string(cd_disk))
-        .WithOffset(zip64_offset + 4 + 8 + 2 + 2);
+        .WithOffset(zip64_offset + kZip64EndDiskOffset);
   }
   if (entries_on_disk != entries) {
     return Status::Corrupt("zip64 end record counts " + std::to_string(entries_on_disk) +
                            " entries on this disk but " + std::to_string(entries) + " in total")
-        .WithOffset(zip64_offset + 4 + 8 + 2 + 2 + 4 + 4);
+        .WithOffset(zip64_offset + kZip64EndEntriesOnDiskOffset);
   }
   const uint64_t e = eocd.offset;
-  ZF_TRY(CheckAgrees("disk number", eocd.disk, kZip64Marker16, 0, e + kEocdDiskOffset));
-  ZF_TRY(CheckAgrees("central directory disk", eocd.cd_disk, kZip64Marker16, 0, e + kEocdDiskOffset + 2));
+  ZF_TRY(CheckAgrees("disk number", eocd.disk, kZip64Marker16, 0, e + kEndDiskOffset));
+  ZF_TRY(CheckAgrees("central directory disk", eocd.cd_disk, kZip64Marker16, 0, e + kEndCdDiskOffset));
   ZF_TRY(CheckAgrees("entries on this disk", eocd.entries_on_disk, kZip64Marker16, entries,
-                     e + kEocdEntriesOnDiskOffset));
-  ZF_TRY(CheckAgrees("entry count", eocd.entries, kZip64Marker16, entries, e + kEocdEntriesOffset));
+                     e + kEndEntriesOnDiskOffset));
+  ZF_TRY(CheckAgrees("entry count", eocd.entries, kZip64Marker16, entries, e + kEndEntriesOffset));
   ZF_TRY(CheckAgrees("central directory size", eocd.cd_size, kZip64Marker32, cd_size,
-                     e + kEocdCdSizeOffset));
+                     e + kEndCdSizeOffset));
   ZF_TRY(CheckAgrees("central directory offset", eocd.cd_offset, kZip64Marker32, cd_offset,
-                     e + kEocdCdOffsetOffset));
+                     e + kEndCdOffsetOffset));
   out->zip64 = true;
   out->zip64_eocd_offset = zip64_offset;
   out->entries = entries;
@@ -177,13 +170,13 @@ Result<EndRecords> ReadEndRecords(const RandomSource& src) {
       return Status::Unsupported("multi-disk archive: end record is on disk " +
                                  std::to_string(eocd.disk) + ", central directory on disk " +
                                  std::to_string(eocd.cd_disk))
-          .WithOffset(eocd.offset + kEocdDiskOffset);
+          .WithOffset(eocd.offset + kEndDiskOffset);
     }
     if (eocd.entries_on_disk != eocd.entries) {
       return Status::Corrupt("end record counts " + std::to_string(eocd.entries_on_disk) +
                              " entries on this disk but " + std::to_string(eocd.entries) +
                              " in total")
-          .WithOffset(eocd.offset + kEocdEntriesOnDiskOffset);
+          .WithOffset(eocd.offset + kEndEntriesOnDiskOffset);
     }
     // 0xFFFF entries is a real count without zip64, but an offset or size of
     // 0xFFFFFFFF only ever means "see the zip64 record".

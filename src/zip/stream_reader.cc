@@ -55,6 +55,27 @@ class TailSource final : public RandomSource {
   const std::string& name_;
 };
 
+struct Descriptor {
+  uint32_t crc32;
+  uint64_t compressed_size;
+  uint64_t uncompressed_size;
+};
+
+// The data descriptor's fields after its (optional) signature; sizes are 8
+// bytes when the local header had a zip64 block (APPNOTE 4.3.9.2).
+// Unchecked: REQUIRES DescriptorSize(zip64) - kSignatureSize bytes at p.
+Descriptor DecodeDescriptor(const std::byte* p, bool zip64) {
+  Descriptor d;
+  d.crc32 = io::DecodeU32le(p + kDescriptorCrcOffset);
+  const std::byte* sizes = p + kDescriptorCompressedSizeOffset;
+  d.compressed_size = zip64 ? io::DecodeU64le(sizes) : io::DecodeU32le(sizes);
+  d.uncompressed_size = zip64 ? io::DecodeU64le(sizes + 8) : io::DecodeU32le(sizes + 4);
+  return d;
+}
+
+// With the signature.
+size_t DescriptorSize(bool zip64) { return zip64 ? kZip64DataDescriptorSize : kDataDescriptorSize; }
+
 }  // namespace
 
 StreamReader::StreamReader(StreamSource* src, const ReadOptions& options)
@@ -130,8 +151,8 @@ Result<const StreamEntry*> StreamReader::NextImpl() {
   ZF_TRY(FinishEntryImpl());
   if (state_ != State::kBetween) return static_cast<const StreamEntry*>(nullptr);
   const uint64_t at = position();
-  ZF_ASSIGN_OR_RETURN(size_t avail, Fill(4));
-  if (avail < 4) {
+  ZF_ASSIGN_OR_RETURN(size_t avail, Fill(kSignatureSize));
+  if (avail < kSignatureSize) {
     return Corrupt("stream ends " + std::string(avail == 0 ? "" : "inside a record signature ") +
                        "before the central directory",
                    at);
@@ -202,7 +223,7 @@ Status StreamReader::ReadLocalHeader() {
   const bool marked = uncompressed == kZip64Marker32 || compressed == kZip64Marker32;
   if (marked && !ef->has_zip64) {
     return Corrupt("a local header size holds the zip64 marker, but there is no zip64 extra field",
-                   at + kLocalNameLengthOffset - 8);
+                   at + kLocalCompressedSizeOffset);
   }
   // APPNOTE 4.5.3: the marked sizes, uncompressed first.
   if (uncompressed == kZip64Marker32) {
@@ -218,7 +239,7 @@ Status StreamReader::ReadLocalHeader() {
   if (compressed != uncompressed) {
     return Corrupt("stored entry's local header has compressed size " + std::to_string(compressed) +
                        " but uncompressed size " + std::to_string(uncompressed),
-                   at + kLocalNameLengthOffset - 8);
+                   at + kLocalCompressedSizeOffset);
   }
   // Without a descriptor the header states size and CRC-32. With one, torch
   // and most streaming writers leave them zero; some writers fill them in,
@@ -310,8 +331,7 @@ Result<std::vector<std::byte>> StreamReader::ReadAllImpl(uint64_t max_bytes) {
 // Data runs until a data descriptor whose CRC-32 and sizes match the bytes
 // before it. Each candidate signature that does not match is data.
 Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t max_keep) {
-  const size_t sizes = zip64_local_ ? 16 : 8;
-  const size_t desc = 4 + 4 + sizes;
+  const size_t desc = DescriptorSize(zip64_local_);
   auto take_data = [&](size_t n) -> Status {
     if (keep != nullptr && n > max_keep - std::min<uint64_t>(max_keep, done_)) {
       return Status::Limit("no data descriptor within the first " + std::to_string(max_keep) +
@@ -326,8 +346,8 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
     ZF_ASSIGN_OR_RETURN(size_t avail, Fill(desc));
     const std::byte* p = buf_.data() + begin_;
     size_t candidate = avail;
-    for (size_t i = 0; i + 4 <= avail; ++i) {
-      const void* hit = std::memchr(p + i, 'P', avail - 3 - i);
+    for (size_t i = 0; i + kSignatureSize <= avail; ++i) {
+      const void* hit = std::memchr(p + i, 'P', avail - (kSignatureSize - 1) - i);
       if (hit == nullptr) break;
       i = static_cast<size_t>(static_cast<const std::byte*>(hit) - p);
       if (io::DecodeU32le(p + i) == kDataDescriptorSignature) {
@@ -341,7 +361,7 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
                            " bytes of the entry",
                        position() + avail);
       }
-      ZF_TRY(take_data(avail - 3));  // the last 3 bytes may begin a signature
+      ZF_TRY(take_data(avail - (kSignatureSize - 1)));  // the last bytes may begin a signature
       continue;
     }
     ZF_TRY(take_data(candidate));
@@ -351,10 +371,10 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
                          std::to_string(desc) + " bytes)",
                      position());
     }
-    p = buf_.data() + begin_;
-    const uint32_t crc = io::DecodeU32le(p + 4);
-    const uint64_t compressed = zip64_local_ ? io::DecodeU64le(p + 8) : io::DecodeU32le(p + 8);
-    const uint64_t uncompressed = zip64_local_ ? io::DecodeU64le(p + 16) : io::DecodeU32le(p + 12);
+    const Descriptor d = DecodeDescriptor(buf_.data() + begin_ + kSignatureSize, zip64_local_);
+    const uint32_t crc = d.crc32;
+    const uint64_t compressed = d.compressed_size;
+    const uint64_t uncompressed = d.uncompressed_size;
     if (compressed == done_ && uncompressed == done_ && crc != crc_) {
       // The sizes match the data so far: this is the descriptor, and the
       // data does not match its CRC-32.
@@ -383,20 +403,20 @@ Status StreamReader::CheckDescriptor() {
     return Status::OK();
   }
   const uint64_t at = position();
-  const size_t sizes = zip64_local_ ? 16 : 8;
-  ZF_ASSIGN_OR_RETURN(size_t avail, Fill(4 + 4 + sizes));
+  ZF_ASSIGN_OR_RETURN(size_t avail, Fill(DescriptorSize(zip64_local_)));
   // APPNOTE 4.3.9.3: the signature is optional; torch writes it.
-  const bool signed_form = avail >= 4 && io::DecodeU32le(buf_.data() + begin_) == kDataDescriptorSignature;
-  const size_t need = (signed_form ? 4 : 0) + 4 + sizes;
+  const bool signed_form =
+      avail >= kSignatureSize && io::DecodeU32le(buf_.data() + begin_) == kDataDescriptorSignature;
+  const size_t need = DescriptorSize(zip64_local_) - (signed_form ? 0 : kSignatureSize);
   if (avail < need) {
     return Corrupt("stream ends inside the data descriptor (" + std::to_string(avail) + " of " +
                        std::to_string(need) + " bytes)",
                    at);
   }
-  const std::byte* p = buf_.data() + begin_ + (signed_form ? 4 : 0);
-  const uint32_t crc = io::DecodeU32le(p);
-  const uint64_t compressed = zip64_local_ ? io::DecodeU64le(p + 4) : io::DecodeU32le(p + 4);
-  const uint64_t uncompressed = zip64_local_ ? io::DecodeU64le(p + 12) : io::DecodeU32le(p + 8);
+  const Descriptor d = DecodeDescriptor(buf_.data() + begin_ + (signed_form ? kSignatureSize : 0), zip64_local_);
+  const uint32_t crc = d.crc32;
+  const uint64_t compressed = d.compressed_size;
+  const uint64_t uncompressed = d.uncompressed_size;
   if (compressed != entry_.size || uncompressed != entry_.size) {
     return Corrupt("data descriptor states sizes " + std::to_string(compressed) + " and " +
                        std::to_string(uncompressed) + ", but the entry has " + std::to_string(entry_.size) +

@@ -6,6 +6,11 @@
 // zip/torch_layout.h states the layout byte by byte.
 // The same bytes are produced for files and pipes: nothing is seeked.
 //
+// Errors: misuse (a call out of order, a bad name, a size other than the
+// declared one) is kInvalidArgument; a sink failure is returned with the
+// sink's name as path. After a sink failure or a wrong-sized entry the
+// archive is unusable and every later call returns that error again.
+//
 // Not thread-safe. The Writer does not own the sink.
 #ifndef ZEROFOLD_ZIP_WRITER_H_
 #define ZEROFOLD_ZIP_WRITER_H_
@@ -37,8 +42,8 @@ class Writer {
   // (declare the size for those), and an empty one still gets a data
   // descriptor (torch writes none). kInvalidArgument for a name the
   // reader would refuse (see CheckEntryName), a folder name ("x/"), a name
-  // longer than 65535 bytes, or a repeated name.
-  // REQUIRES: no entry is open, Finish not called.
+  // longer than 65535 bytes, a repeated name, or while an entry is open or
+  // after Finish.
   Status BeginEntry(std::string_view name);
   // Starts an entry of exactly `size` bytes: byte-identical to torch at
   // every size, zip64 forms included. EndEntry fails with
@@ -50,7 +55,8 @@ class Writer {
   Status EndEntry();
   // BeginEntry(name, data.size()) + Write + EndEntry.
   Status AddEntry(std::string_view name, std::span<const std::byte> data);
-  // Writes the central directory and end records. REQUIRES: no entry open.
+  // Writes the central directory and end records; kInvalidArgument while
+  // an entry is open or when called twice.
   Status Finish();
 
   // Bytes appended so far.

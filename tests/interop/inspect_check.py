@@ -15,7 +15,7 @@ For each file torch loads (tests/torch_oracle.py), zerofold must print
                "stored_bytes", "referenced_bytes", "unsafe_globals":[...]}]}
 with, compared with torch: the same tensors in the same order (depth-first, first visit, one
 per path), each with the same name, path, dtype, shape, stride, storage offset (elements) and
-nbytes (numel x itemsize); the same storage sharing (two tensors have the same "storage" key
+nbytes (numel x itemsize; packed quint4x2/quint2x4: the bytes holding numel elements); the same storage sharing (two tensors have the same "storage" key
 iff torch gives them the same storage); per storage the same dtype and nbytes and a
 referenced_nbytes equal to the union of its views' byte extents, computed here from torch's
 tensors; stored_bytes and referenced_bytes the sums of those; no unsafe globals. Each
@@ -65,12 +65,9 @@ def expected_entry(path):
     d = oracle.describe(loaded.obj)
     tensors = []
     for t in d["tensors"]:
-        numel = 1
-        for s in t["shape"]:
-            numel *= s
         tensors.append({"name": t["name"], "path": t["path"], "dtype": t["dtype"],
                         "shape": t["shape"], "stride": t["stride"], "storage": t["storage"],
-                        "offset": t["storage_offset"], "nbytes": numel * t["itemsize"]})
+                        "offset": t["storage_offset"], "nbytes": t["nbytes"]})
     storages = [{"key": s["id"], "dtype": s["dtype"], "nbytes": s["nbytes"],
                  "referenced_nbytes": s["referenced_nbytes"]} for s in d["storages"]]
     return {"path": path, "format": loaded.format, "tensors": tensors, "storages": storages,

@@ -41,6 +41,7 @@ EXPECTED = [
     ("torch/optimizer_state.pt", "stubbed", set()),
     ("torch/python_values.pt", "stubbed", set()),
     ("torch/quantized.pt", "stubbed", set()),
+    ("torch/quantized_subbyte.pt", "stubbed", set()),
     ("torch/*.pt", "weights_only", set()),
     ("hf/bloated/*.bin", "weights_only", set()),
     ("bad/deflated.pt", "weights_only", set()),
@@ -169,6 +170,7 @@ class Values(unittest.TestCase):
         "torch/transposed_expand.pt": mf.transposed_expand_fixture,
         "torch/dtypes.pt": mf.dtypes_fixture,
         "torch/quantized.pt": mf.quantized_fixture,
+        "torch/quantized_subbyte.pt": mf.quantized_subbyte_fixture,
         "torch/scalars_empty.pt": mf.scalars_empty_fixture,
         "torch/parameters.pt": mf.parameters_fixture,
         "torch/legacy_state_dict.pt": mf.state_dict_fixture,
@@ -302,6 +304,12 @@ class Describe(unittest.TestCase):
                            t["quantized"]["zero_point"]) for t in d["tensors"]],
                          [("qint8", "qint8", 10, 3), ("quint8", "quint8", 10, 128),
                           ("qint32", "qint32", 40, -7)])
+        d = self.describe("torch/quantized_subbyte.pt")
+        self.assertEqual([(t["dtype"], t["shape"], t["itemsize"], t["element_bits"],
+                           t["nbytes"]) for t in d["tensors"]],
+                         [("quint4x2", [5], 1, 4, 3), ("quint2x4", [7], 1, 2, 2)])
+        self.assertEqual([(s["nbytes"], s["referenced_nbytes"]) for s in d["storages"]],
+                         [(3, 3), (2, 2)])
 
     def test_parameters(self):
         d = self.describe("torch/parameters.pt")
@@ -373,19 +381,21 @@ class Describe(unittest.TestCase):
 
 class Extents(unittest.TestCase):
     def test_view_extent(self):
-        self.assertEqual(oracle.view_extent([4, 5], [5, 1], 10, 4), (40, 120))
-        self.assertEqual(oracle.view_extent([2, 3], [0, 0], 0, 4), (0, 4))
-        self.assertEqual(oracle.view_extent([3, 5], [1, 0], 2, 8), (16, 40))
-        self.assertEqual(oracle.view_extent([], [], 7, 2), (14, 16))
-        self.assertIsNone(oracle.view_extent([3, 0], [1, 1], 5, 4))
+        self.assertEqual(oracle.view_extent([4, 5], [5, 1], 10, 32), (40, 120))
+        self.assertEqual(oracle.view_extent([2, 3], [0, 0], 0, 32), (0, 4))
+        self.assertEqual(oracle.view_extent([3, 5], [1, 0], 2, 64), (16, 40))
+        self.assertEqual(oracle.view_extent([], [], 7, 16), (14, 16))
+        self.assertIsNone(oracle.view_extent([3, 0], [1, 1], 5, 32))
+        self.assertEqual(oracle.view_extent([5], [1], 0, 4), (0, 3))    # quint4x2
+        self.assertEqual(oracle.view_extent([7], [1], 0, 2), (0, 2))    # quint2x4
 
     def test_storage_usage_counts_overlaps_once(self):
-        def t(sid, shape, stride, offset, itemsize=4):
+        def t(sid, shape, stride, offset, bits=32):
             return {"storage": sid, "shape": shape, "stride": stride,
-                    "storage_offset": offset, "itemsize": itemsize}
+                    "storage_offset": offset, "element_bits": bits}
         self.assertEqual(oracle.storage_usage([
             t("a", [10], [1], 0), t("a", [10], [1], 5), t("a", [2], [1], 20),
-            t("b", [0], [1], 3), t("c", [4], [0], 9, 2)]),
+            t("b", [0], [1], 3), t("c", [4], [0], 9, 16)]),
             {"a": 4 * 15 + 4 * 2, "b": 0, "c": 2})
 
 

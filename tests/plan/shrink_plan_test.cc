@@ -32,7 +32,7 @@ torch::Checkpoint Model(std::vector<uint64_t> storage_nbytes, std::vector<ViewSp
   }
   for (size_t i = 0; i < views.size(); ++i) {
     torch::Tensor t{};
-    t.name = "t" + std::to_string(i);
+    t.name = std::string("t").append(std::to_string(i));
     t.dtype = views[i].dtype;
     t.shape = views[i].shape;
     t.stride = views[i].stride;
@@ -130,24 +130,30 @@ TEST_CASE("empty views take no bytes") {
   CHECK_EQ(plan.views[2].storage_offset, 0);
 }
 
-TEST_CASE("unreferenced storages are dropped; output follows input record order and keeps keys") {
+TEST_CASE("storages no tensor views are kept whole; output follows input record order and keeps keys") {
   torch::Checkpoint ckpt = Model({16, 16, 16}, {{2, DType::kFloat32, {4}, {1}, 0}, {0, DType::kFloat32, {4}, {1}, 0}});
   ckpt.storages[0].data_offset = 100;
+  ckpt.storages[1].data_offset = 300;
   ckpt.storages[2].data_offset = 500;
   ShrinkPlan plan = PlanShrink(ckpt).value();
-  REQUIRE_EQ(plan.storages.size(), 2u);
+  REQUIRE_EQ(plan.storages.size(), 3u);
   CHECK_EQ(plan.storages[0].input_storage, 0u);
   CHECK_EQ(plan.storages[0].key, "0");
-  CHECK_EQ(plan.storages[1].input_storage, 2u);
-  CHECK_EQ(plan.storages[1].key, "2");
-  CHECK_EQ(plan.views[0].output_storage, 1u);
-  CHECK_EQ(plan.bytes_before, 32u);
+  CHECK_EQ(plan.storages[1].input_storage, 1u);
+  CHECK(plan.storages[1].whole);
+  CHECK_EQ(plan.storages[1].key, "1");
+  CHECK_EQ(plan.storages[2].input_storage, 2u);
+  CHECK_EQ(plan.storages[2].key, "2");
+  CHECK_EQ(plan.views[0].output_storage, 2u);
+  CHECK_EQ(plan.bytes_before, 48u);
+  CHECK_EQ(plan.bytes_after, 48u);
   // Records not in string order of their keys (a rewritten archive): the
   // output is numbered in record order instead.
   ckpt.storages[0].data_offset = 900;
   plan = PlanShrink(ckpt).value();
-  CHECK_EQ(plan.storages[0].input_storage, 2u);
+  CHECK_EQ(plan.storages[0].input_storage, 1u);
   CHECK_EQ(plan.storages[0].key, "0");
+  CHECK_EQ(plan.storages[1].input_storage, 2u);
   CHECK_EQ(plan.storages[1].key, "1");
 }
 

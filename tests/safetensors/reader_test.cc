@@ -428,8 +428,13 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
   CHECK_EQ(ToTorch(Dtype::F8_E4M3), torch::DType::kFloat8E4M3FN);
   CHECK_EQ(ToTorch(Dtype::F8_E5M2), torch::DType::kFloat8E5M2);
   CHECK_EQ(ToTorch(Dtype::C64), torch::DType::kComplex64);
-  CHECK_FALSE(ToTorch(Dtype::F8_E8M0).has_value());
+  CHECK_EQ(ToTorch(Dtype::F8_E8M0), torch::DType::kFloat8E8M0FNU);
+  CHECK_EQ(ToTorch(Dtype::BOOL), torch::DType::kBool);
+  CHECK_EQ(ToTorch(Dtype::U16), torch::DType::kUInt16);
   CHECK_FALSE(ToTorch(Dtype::F4).has_value());
+  CHECK_FALSE(ToTorch(Dtype::F6_E2M3).has_value());
+  CHECK_FALSE(ToTorch(Dtype::F6_E3M2).has_value());
+  CHECK_FALSE(FromTorch(torch::DType::kFloat4E2M1FNx2).has_value());
   CHECK_FALSE(FromTorch(torch::DType::kComplex128).has_value());
   CHECK_FALSE(FromTorch(torch::DType::kFloat8E4M3FNUZ).has_value());
   for (size_t i = 0; i < kDtypeCount; ++i) {
@@ -437,7 +442,22 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
     INFO(DtypeCode(d));
     CHECK_EQ(Info(d).dtype, d);
     CHECK_EQ(ParseDtype(DtypeCode(d)), d);
-    if (std::optional<torch::DType> t = ToTorch(d)) CHECK_EQ(FromTorch(*t), d);
+    if (std::optional<torch::DType> t = ToTorch(d)) {
+      CHECK_EQ(FromTorch(*t), d);
+      // Same element size where both count whole bytes.
+      CHECK_EQ(torch::Info(*t).itemsize * 8, Info(d).bits);
+    }
+  }
+  // Every torch dtype with a safetensors code maps back to it.
+  for (const torch::DTypeInfo& info : torch::AllDTypes()) {
+    INFO(info.name);
+    if (info.safetensors.empty()) {
+      CHECK_FALSE(FromTorch(info.dtype).has_value());
+    } else {
+      REQUIRE(FromTorch(info.dtype).has_value());
+      CHECK_EQ(DtypeCode(*FromTorch(info.dtype)), info.safetensors);
+      CHECK_EQ(ToTorch(*FromTorch(info.dtype)), info.dtype);
+    }
   }
   CHECK_FALSE(ParseDtype("F8_E4M3FN").has_value());
   CHECK_FALSE(ParseDtype("").has_value());

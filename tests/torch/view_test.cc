@@ -109,5 +109,51 @@ TEST_CASE("numel is the product of sizes, zero when empty, saturating") {
   CHECK_EQ(t.nbytes(), UINT64_MAX);
 }
 
+TEST_CASE("CheckViews: records hold their storages, views stay inside them") {
+  Checkpoint c;
+  Storage s;
+  s.key = "0";
+  s.dtype = DType::kFloat32;
+  s.nbytes = 40;
+  s.record = "archive/data/0";
+  s.record_size = 40;
+  s.data_offset = 64;
+  c.storages.push_back(s);
+  Tensor t;
+  t.name = "w";
+  t.dtype = DType::kFloat32;
+  t.shape = {10};
+  t.stride = {1};
+  c.tensors.push_back(t);
+  CHECK(CheckViews(c).ok());
+
+  c.tensors[0].storage_offset = 1;
+  Status past = CheckViews(c);
+  CHECK_EQ(past.code(), Code::kCorrupt);
+  CHECK_EQ(past.record(), "w");
+  CHECK_EQ(past.message(), "view bytes [4, 44) leave storage '0' of 40 bytes");
+
+  c.tensors[0].storage_offset = 0;
+  c.tensors[0].dtype = DType::kFloat64;  // the same view read as 8-byte items
+  CHECK_EQ(CheckViews(c).message(), "view bytes [0, 80) leave storage '0' of 40 bytes");
+
+  c.tensors[0].dtype = DType::kFloat32;
+  c.storages[0].record_size = 39;
+  Status short_record = CheckViews(c);
+  CHECK_EQ(short_record.code(), Code::kCorrupt);
+  CHECK_EQ(short_record.record(), "archive/data/0");
+  CHECK_EQ(short_record.offset(), 64u);
+  CHECK_EQ(short_record.message(), "storage '0' declares 40 bytes, its record archive/data/0 holds only 39");
+
+  c.storages[0].record_size = 40;
+  c.tensors[0].storage = 3;
+  CHECK_EQ(CheckViews(c).code(), Code::kInternal);
+
+  c.tensors[0].storage = 0;
+  c.tensors[0].shape = {0};
+  c.tensors[0].storage_offset = 1000;  // empty views take no bytes
+  CHECK(CheckViews(c).ok());
+}
+
 }  // namespace
 }  // namespace zerofold::torch

@@ -7,12 +7,17 @@
 #include <vector>
 
 #include "../torch/graph_builder.h"
+#include "fixture_cases.h"
+#include "torch/checkpoint.h"
 #include "torch/tensor_recognizer.h"
+#include "zero/files.h"
 #include "zero/plan.h"
+#include "zerofold/env.h"
 
 namespace zerofold::zero {
 namespace {
 
+using namespace fixtures;  // Zero1Ws2Fp16(), ...
 using pickle::NodeId;
 using torch::DType;
 using torch::testing::GraphBuilder;
@@ -172,8 +177,9 @@ TEST_CASE("optim states: zero_stage in each pickled form, partitions, paddings, 
     CHECK(*o == want);
   }
   // The other members.
-  for (auto [member, stage] : std::vector<std::pair<const char*, int64_t>>{
+  for (const auto& [name, stage] : std::vector<std::pair<const char*, int64_t>>{
            {"disabled", 0}, {"optimizer_states", 1}, {"weights", 3}}) {
+    const char* member = name;  // Clang 14 cannot capture a structured binding
     OptimStatesGraph g([member](GraphBuilder& b) {
       return b.Reduce(b.Global("builtins", "getattr"), b.Tuple({ZeroStageEnum(b), b.Str(member)}));
     });
@@ -275,6 +281,15 @@ TEST_CASE("files that are not what they should be: kCorrupt naming the key") {
   CHECK_EQ(s.record(), "optimizer_state_dict");
   CHECK_EQ(s.message(), "neither single_partition_of_fp32_groups nor fp32_flat_groups: no fp32 weights");
 
+  GraphBuilder old;
+  root = old.Dict({{old.Str("optimizer_state_dict"),
+                    old.Dict({{old.Str("partition_count"), old.Int(2)},
+                              {old.Str("local_sub_partitions_of_fp32_groups"), old.List({})}})}});
+  s = ExtractOptimStates(Recognize(old, root), "o.pt", 0).status();
+  CHECK_EQ(s.code(), Code::kUnsupported);
+  CHECK_EQ(s.path(), "o.pt");
+  CHECK_EQ(s.record(), "optimizer_state_dict.local_sub_partitions_of_fp32_groups");
+
   GraphBuilder list_root;
   s = ExtractOptimStates(Recognize(list_root, list_root.List({})), "o.pt", 0).status();
   CHECK_EQ(s.code(), Code::kCorrupt);
@@ -290,7 +305,7 @@ TEST_CASE("extracted descriptions plan end to end") {
   for (uint32_t r = 0; r < 2; ++r) {
     // w (6) + b (4) = 10: two partitions of 5, the whole of w on rank 0.
     OptimStatesGraph og([](GraphBuilder& b) { return b.Int(2); });
-    Result<OptimStates> o = ExtractOptimStates(Recognize(og.b, og.root), "o" + std::to_string(r), r);
+    Result<OptimStates> o = ExtractOptimStates(Recognize(og.b, og.root), std::to_string(r) + ".pt", r);
     REQUIRE(o.ok());
     if (r == 1) (*o->param_slice_mappings)[0] = {{"w", 0, 1}};
     c.optim_states.push_back(*o);
@@ -309,6 +324,81 @@ TEST_CASE("extracted descriptions plan end to end") {
   CHECK_EQ(plan->tensors[3].name, "pos");
   CHECK_EQ(plan->tensors[3].dtype, DType::kInt64);
   CHECK_EQ(plan->ties, std::vector<Tie>{{"head", "w"}});
+}
+
+// ------------------------------------------------ the real checkpoints --
+
+// The descriptions describe.py extracted with Python's pickle (in
+// fixture_cases.inc) must equal ours, read from the files with ReadCheckpoint.
+TEST_CASE("the real DeepSpeed checkpoints: extraction equals describe.py's, and plans") {
+  struct Case {
+    const char* name;
+    ZeroCheckpoint (*want)();
+  } cases[] = {
+      {"zero1_ws2_fp16", Zero1Ws2Fp16},
+      {"zero2_ws3_bf16", Zero2Ws3Bf16},
+      {"zero3_ws3_fp16", Zero3Ws3Fp16},
+      {"zero3_ws4_fp32", Zero3Ws4Fp32},
+      {"zero1_ws3_bf16_bf16optimizer", Zero1Ws3Bf16Bf16optimizer},
+  };
+  Env* env = Env::Default();
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string dir = std::string(ZF_SOURCE_ROOT) + "/fixtures/deepspeed/" + c.name + "/ckpt/global_step2";
+    Result<std::vector<DirEntry>> listing = env->ListDir(dir);
+    REQUIRE(listing.ok());
+    std::vector<std::string> names;
+    for (const DirEntry& e : *listing) names.push_back(e.name);
+    Result<TagFiles> files = ClassifyTagFiles(names);
+    REQUIRE_MESSAGE(files.ok(), files.status().ToString());
+
+    auto read = [&](const std::string& name) {
+      Result<std::unique_ptr<RandomSource>> src = env->OpenRandom(dir + "/" + name);
+      REQUIRE(src.ok());
+      Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(**src);
+      REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
+      CHECK(ckpt->unsafe_globals.empty());
+      return std::move(ckpt).value();
+    };
+    ZeroCheckpoint got;
+    std::vector<std::string> model_files = files->rank_model_states;
+    if (model_files.empty()) model_files.push_back(files->model_states);
+    for (const std::string& name : model_files) {
+      Result<ModelStates> m = ExtractModelStates(read(name), name);
+      REQUIRE_MESSAGE(m.ok(), m.status().ToString());
+      got.model_states.push_back(std::move(m).value());
+    }
+    for (uint32_t r = 0; r < files->optim_states.size(); ++r) {
+      Result<OptimStates> o = ExtractOptimStates(read(files->optim_states[r]), files->optim_states[r], r);
+      REQUIRE_MESSAGE(o.ok(), o.status().ToString());
+      got.optim_states.push_back(std::move(o).value());
+    }
+    ZeroCheckpoint want = c.want();
+    REQUIRE_EQ(got.model_states.size(), want.model_states.size());
+    REQUIRE_EQ(got.optim_states.size(), want.optim_states.size());
+    for (size_t i = 0; i < want.model_states.size(); ++i) {
+      const ModelStates& g = got.model_states[i];
+      const ModelStates& w = want.model_states[i];
+      CAPTURE(w.file);
+      CHECK(g.module == w.module);
+      CHECK(g.param_shapes == w.param_shapes);
+      CHECK(g.frozen_param_shapes == w.frozen_param_shapes);
+      CHECK(g.frozen_param_fragments == w.frozen_param_fragments);
+      CHECK(g.shared_params == w.shared_params);
+      CHECK(g.buffer_names == w.buffer_names);
+      CHECK(g == w);
+    }
+    for (size_t r = 0; r < want.optim_states.size(); ++r) {
+      const OptimStates& g = got.optim_states[r];
+      const OptimStates& w = want.optim_states[r];
+      CAPTURE(w.file);
+      CHECK_EQ(g.zero_stage, w.zero_stage);
+      CHECK(g.fp32_groups == w.fp32_groups);
+      CHECK(g.param_slice_mappings == w.param_slice_mappings);
+      CHECK(g == w);
+    }
+    CHECK(PlanMerge(got).ok());
+  }
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fixture_cases.h"
+
 namespace zerofold::zero {
 
 // Printing for doctest's failure messages.
@@ -165,6 +167,23 @@ TEST_CASE("stage 2: padding spread over several ranks, params from offset 0 acro
   CHECK_EQ(Find(*plan, "b")->shape, std::vector<int64_t>{2, 2});
   CHECK_EQ(Find(*plan, "b")->dtype, DType::kFloat32);
   CHECK_EQ(Find(*plan, "b")->kind, TensorKind::kParam);
+}
+
+TEST_CASE("partition_count as an int (stage 3's form) or a list both give the world size") {
+  ZeroCheckpoint c = NineAtFour(2, {{4}, {4}, {4}, {1}});
+  for (OptimStates& o : c.optim_states) {
+    o.partition_count = {4};
+    o.partition_count_is_list = false;
+  }
+  CHECK(PlanMerge(c).ok());
+  ZeroCheckpoint s3 = Stage3({{{"p", {5}}}}, {{3}, {3}});
+  for (OptimStates& o : s3.optim_states) {
+    o.partition_count = {2};
+    o.partition_count_is_list = true;
+  }
+  CHECK(PlanMerge(s3).ok());
+  s3.optim_states[1].partition_count = {3};
+  CHECK_EQ(PlanStatus(s3).code(), Code::kNotFound);
 }
 
 TEST_CASE("stage 1: a partition's storage offset shifts its slices") {
@@ -566,7 +585,7 @@ TEST_CASE("refused layouts and inconsistent rank files, with the code, file and 
       {"stage 2 file with fp32_flat_groups",
        [](ZeroCheckpoint& c) { c.optim_states[1].fp32_groups_key = Fp32GroupsKey::kFp32FlatGroups; },
        Code::kCorrupt, "zero_pp_rank_1_mp_rank_00_optim_states.pt", ""},
-      {"partition_count an int in stage 2", [](ZeroCheckpoint& c) { c.optim_states[3].partition_count_is_list = false; },
+      {"partition_count a list of 3 for 2 groups", [](ZeroCheckpoint& c) { c.optim_states[3].partition_count = {4, 4, 4}; },
        Code::kCorrupt, "zero_pp_rank_3_mp_rank_00_optim_states.pt", ""},
       {"fewer partitions than groups", [](ZeroCheckpoint& c) { c.optim_states[1].fp32_groups.pop_back(); },
        Code::kCorrupt, "zero_pp_rank_1_mp_rank_00_optim_states.pt", ""},
@@ -667,23 +686,9 @@ TEST_CASE("error messages carry the numbers") {
 
 // --------------------------------------------------- real checkpoints --
 
-struct ExpectedTensor {
-  std::string name;
-  TensorKind kind;
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<SourceSlice> slices;
-};
-
-struct ExpectedPlan {
-  uint32_t world_size;
-  int zero_stage;
-  bool bf16_optimizer;
-  std::vector<ExpectedTensor> tensors;
-  std::vector<Tie> ties;
-};
-
-#include "fixture_cases.inc"
+using fixtures::ExpectedPlan;
+using fixtures::ExpectedTensor;
+using namespace fixtures;  // the cases: Zero1Ws2Fp16(), kZero1Ws2Fp16Plan, ...
 
 void CheckPlan(const MergePlan& plan, const ExpectedPlan& want) {
   CHECK_EQ(plan.world_size, want.world_size);

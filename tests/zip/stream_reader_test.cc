@@ -198,7 +198,7 @@ const StreamBadCase kStreamBadCases[] = {
     {"data byte flipped, skipped", [](const auto& s, auto& b) { b[s.data[1] + 5] ^= std::byte{1}; }, Way::kSkip,
      Code::kCorrupt, [](const auto& s) { return s.data[1]; }, "arch/data/0"},
     {"descriptor size wrong, size declared",
-     [](const auto& s, auto& b) { Put32(b, s.data[1] + 100 + 8, 99); }, Way::kDeclareAndRead, Code::kCorrupt,
+     [](const auto& s, auto& b) { Put32(b, s.data[1] + 100 + 4 + kDescriptorCompressedSizeOffset, 99); }, Way::kDeclareAndRead, Code::kCorrupt,
      [](const auto& s) { return s.data[1] + 100; }, "arch/data/0"},
     {"descriptor signature wrong",
      [](const auto& s, auto& b) { Put32(b, s.data[1] + 100, 0x08074b51); }, Way::kDeclareAndRead, Code::kCorrupt,
@@ -228,10 +228,10 @@ const StreamBadCase kStreamBadCases[] = {
      Code::kCorrupt, [](const auto& s) { return s.central[0]; }, "arch/data.pkl"},
     {"end records count one entry less",
      [](const auto& s, auto& b) {
-       Put16(b, s.eocd + 8, 3);
-       Put16(b, s.eocd + 10, 3);
-       testing::Put64(b, s.zip64 + 24, 3);
-       testing::Put64(b, s.zip64 + 32, 3);
+       Put16(b, s.eocd + kEndEntriesOnDiskOffset, 3);
+       Put16(b, s.eocd + kEndEntriesOffset, 3);
+       testing::Put64(b, s.zip64 + kZip64EndEntriesOnDiskOffset, 3);
+       testing::Put64(b, s.zip64 + kZip64EndEntriesOffset, 3);
      },
      Way::kSkip, Code::kCorrupt, [](const auto& s) { return s.zip64; }, ""},
 };

@@ -194,6 +194,43 @@ inline void PutText(std::vector<std::byte>& b, uint64_t at, std::string_view tex
   std::copy(t.begin(), t.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
 }
 
+// A RandomSource that fails its Nth read (0-based) with kIO, as a disk
+// error would, and counts reads.
+class FailingSource final : public RandomSource {
+ public:
+  FailingSource(const RandomSource* inner, uint64_t fail_at) : inner_(inner), fail_at_(fail_at) {}
+  Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    if (reads_++ == fail_at_) return Status::IOError("injected read failure").WithPath(name());
+    return inner_->ReadAt(offset, dst);
+  }
+  uint64_t size() const override { return inner_->size(); }
+  const std::string& name() const override { return inner_->name(); }
+  uint64_t reads() const { return reads_; }
+
+ private:
+  const RandomSource* inner_;
+  uint64_t fail_at_;
+  mutable uint64_t reads_ = 0;
+};
+
+// A Sink that accepts `capacity` bytes, then fails with kIO (a full disk).
+class FullSink final : public Sink {
+ public:
+  explicit FullSink(uint64_t capacity) : capacity_(capacity) {}
+  Status Append(std::span<const std::byte> data) override {
+    if (data.size() > capacity_ - pos_) return Status::IOError("injected ENOSPC");
+    pos_ += data.size();
+    return Status::OK();
+  }
+  uint64_t position() const override { return pos_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  uint64_t capacity_;
+  uint64_t pos_ = 0;
+  std::string name_ = "out.pt";
+};
+
 }  // namespace zerofold::zip::testing
 
 #endif  // ZEROFOLD_TESTS_ZIP_TEST_UTIL_H_
