@@ -18,6 +18,8 @@ std::string StemOf(const std::string& path) {
   if (path == io::kStdioName) return "archive";
   size_t slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  // The archive inside "X.zst" is X's.
+  if (io::IsZstdName(base)) base.resize(base.size() - io::kZstdSuffix.size());
   // As torch.save names its top folder (inline_container.cc basename):
   // the last extension goes, "model.v2.pt" -> "model.v2".
   size_t dot = base.rfind('.');

@@ -153,9 +153,19 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                              " ends past 2^64")
           .WithRecord(tensor.name);
 
-    if (torch::ElementBits(tensor.dtype) < 8) {
+    if (const uint32_t bits = torch::ElementBits(tensor.dtype); bits < 8) {
       // Packed sub-byte elements (quint4x2, quint2x4): torch stores them
-      // contiguous, so the logical bytes are the extent's bytes.
+      // contiguous from a byte boundary, so the logical bytes are the
+      // extent's bytes (what torch's int_repr() holds). Other layouts would
+      // need bit shifting; torch writes none.
+      const std::vector<Dim> dims = CollapsedDims(tensor);
+      if (dims.size() != 1 || (dims[0].stride != 1 && dims[0].size != 1) ||
+          static_cast<uint64_t>(tensor.storage_offset) * bits % 8 != 0)
+        return Status::Unsupported("packed " + std::string(torch::Info(tensor.dtype).name) + " view of shape " +
+                                   torch::ShapeText(tensor.shape) + ", stride " + torch::ShapeText(tensor.stride) +
+                                   ", offset " + std::to_string(tensor.storage_offset) +
+                                   " is not contiguous from a byte boundary")
+            .WithRecord(tensor.name);
       Digester bytes(src, storage, 1, buffer, state.get());
       ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
       ZF_TRY(bytes.FlushStaging());

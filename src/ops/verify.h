@@ -42,6 +42,9 @@ constexpr size_t kMinDigestBuffer = 64;
 // The xxh3-128 of `tensor`'s logical bytes, read from `src`, the file
 // `ckpt` was read from. `buffer` is scratch space of at least
 // kMinDigestBuffer bytes; larger buffers mean fewer reads.
+// Packed sub-byte dtypes (quint4x2, quint2x4) hash the bytes holding their
+// elements, as torch's int_repr() holds them; kUnsupported (naming the
+// tensor) for a packed view that is not contiguous from a byte boundary.
 // Errors: kCorrupt naming the tensor (record) if its view leaves its storage
 // or its extent overflows; the source's errors (kIO, kCorrupt "truncated")
 // with the storage record; kInvalidArgument for a small buffer.

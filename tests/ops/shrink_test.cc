@@ -26,6 +26,9 @@ TEST_CASE("StemOf names the top folder as torch.save does") {
       {"x.", "x"},
       {"/abs/ckpt.pt", "ckpt"},
       {"", "archive"},
+      {"-", "archive"},
+      {"a/b.pt.zst", "b"},
+      {"model.v2.pt.zst", "model.v2"},
   };
   for (const auto& c : kCases) {
     CAPTURE(std::string(c.path));
