@@ -39,6 +39,11 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options) {
+  if (options.verify && !options.dry_run) {
+    if (options.dtype) return Status::InvalidArgument("--verify compares tensors bit for bit; --dtype changes them");
+    if (io::IsStreamName(output))
+      return Status::InvalidArgument("--verify reads the output back; a stream ('-', .zst) cannot be").WithPath(output);
+  }
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
   Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
   if (!read.ok()) return Status(read.status()).WithPath(input);
@@ -144,7 +149,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   report.output_file_bytes = sink->stored_bytes();
   if (options.verify) {
     // src still reads the input's bytes, also after an in-place rename.
-    Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);
+    Result<VerifyReport> v = VerifyWritten(env, *src, output, {options.read, options.buffer_bytes, options.select});
     if (!v.ok()) {
       if (output != input) env->RemoveFile(output).IgnoreError();
       return v.status();

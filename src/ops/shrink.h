@@ -24,8 +24,10 @@ struct ShrinkOptions {
   // Plan and report sizes; write nothing.
   bool dry_run = false;
   // After writing, read the output back and compare every tensor's xxh3-128
-  // with the input's (ops/verify.h). A mismatch is kCorrupt naming the
-  // tensor, and the output is removed unless it replaced the input in place.
+  // with the input's (ops/verify.h; with `select`, the input's subtree). A
+  // mismatch is kCorrupt naming the tensor, and the output is removed unless
+  // it replaced the input in place. kInvalidArgument with `dtype` (the
+  // tensors change) or a stream output (it cannot be re-read).
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/checked_math.h"
+#include "ops/select.h"
 
 namespace zerofold::ops {
 
@@ -239,13 +240,14 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
 }
 
 Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
-                                   const torch::ReadOptions& read, size_t buffer_bytes) {
-  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, read);
+                                   const VerifyOptions& options) {
+  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, options.read);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
+  if (Status s = SelectSubtree(*in, options.select, options.read); !s.ok()) return s.WithPath(input.name());
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out_src, env->OpenRandom(output));
-  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, read);
+  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, options.read);
   if (!out.ok()) return Status(out.status()).WithPath(output);
-  std::vector<std::byte> buffer(std::max(buffer_bytes, kMinDigestBuffer));
+  std::vector<std::byte> buffer(std::max(options.buffer_bytes, kMinDigestBuffer));
   return VerifyTensors(input, *in, *out_src, *out, buffer);
 }
 

@@ -66,11 +66,19 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
                                    const RandomSource& b, const torch::Checkpoint& ckpt_b,
                                    std::span<std::byte> buffer);
 
+struct VerifyOptions {
+  torch::ReadOptions read;
+  size_t buffer_bytes = size_t{4} << 20;  // scratch for TensorDigest
+  // Compare the output with this subtree of the input (a KEYPATH, as
+  // ops/select.h takes it and shrink --select writes it); "" the whole input.
+  std::string select;
+};
+
 // Reads the torch file `output` through env and compares its tensors with
 // those of `input` (already open), as VerifyTensors. Used by shrink
 // --verify after the output is written.
 Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
-                                   const torch::ReadOptions& read, size_t buffer_bytes);
+                                   const VerifyOptions& options);
 
 }  // namespace zerofold::ops
 

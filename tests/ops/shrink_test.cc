@@ -46,5 +46,35 @@ TEST_CASE("legacy input gets the output's stem as top folder; zip input keeps it
   CHECK_EQ(zip::ReadArchiveBytes(mem.GetFile("other.name.pt").value()).value().top_folder, "views");
 }
 
+TEST_CASE("verify compares a --select output with the input's subtree") {
+  io::MemEnv mem;
+  mem.SetFile("in.pt", Fixture("torch/optimizer_state.pt"));
+  ShrinkOptions options;
+  options.verify = true;
+  options.select = "optimizer/state";
+  Result<ShrinkReport> r = ShrinkFile(&mem, "in.pt", "out.pt", options);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  CHECK(r->verified);
+  CHECK_EQ(r->verified_tensors, r->tensors);
+  CHECK_GT(r->tensors, 0u);
+}
+
+TEST_CASE("verify refuses what it cannot compare, before anything is written") {
+  io::MemEnv mem;
+  mem.SetFile("in.pt", Fixture("torch/state_dict.pt"));
+  ShrinkOptions cast;
+  cast.verify = true;
+  cast.dtype = torch::DType::kBFloat16;
+  Status s = ShrinkFile(&mem, "in.pt", "out.pt", cast).status();
+  CHECK_EQ(s.code(), Code::kInvalidArgument);
+  CHECK_EQ(s.message(), "--verify compares tensors bit for bit; --dtype changes them");
+  ShrinkOptions zst;
+  zst.verify = true;
+  s = ShrinkFile(&mem, "in.pt", "out.pt.zst", zst).status();
+  CHECK_EQ(s.code(), Code::kInvalidArgument);
+  CHECK_EQ(s.ToString(), "out.pt.zst: invalid argument: --verify reads the output back; a stream ('-', .zst) cannot be");
+  CHECK_EQ(mem.Files(), std::vector<std::string>{"in.pt"});
+}
+
 }  // namespace
 }  // namespace zerofold::ops
