@@ -10,6 +10,7 @@ namespace zerofold::cli {
 
 int RunInspect(const std::vector<std::string>& args);
 int RunShrink(const std::vector<std::string>& args);
+int RunMerge(const std::vector<std::string>& args);
 
 }  // namespace zerofold::cli
 

@@ -25,6 +25,9 @@ constexpr const char* kHelp =
     "  shrink IN OUT     rewrite every tensor into exactly sized storage: the\n"
     "                    fix for sharded checkpoints that each carry whole flat\n"
     "                    ZeRO/FSDP buffers; files or Hugging Face folders\n"
+    "  merge CKPT OUT    rebuild the full fp32 model from a DeepSpeed ZeRO 1/2/3\n"
+    "                    checkpoint (zero_to_fp32.py without Python), streaming;\n"
+    "                    torch or safetensors output, sharded or one file\n"
     "\n"
     "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
     "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error.\n";
@@ -49,5 +52,6 @@ int main(int argc, char** argv) {
   }
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
   if (command == "shrink") return zerofold::cli::RunShrink(rest);
+  if (command == "merge") return zerofold::cli::RunMerge(rest);
   return zerofold::cli::UsageError("", "unknown command '" + command + "'");
 }

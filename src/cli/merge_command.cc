@@ -1,0 +1,328 @@
+// zerofold merge CKPT_DIR OUT
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/json_output.h"
+#include "cli/progress.h"
+#include "cli/report.h"
+#include "ops/merge.h"
+#include "zerofold/env.h"
+
+namespace zerofold::cli {
+
+namespace {
+
+constexpr const char* kMergeHelp =
+    "usage: zerofold merge [FLAGS] CKPT_DIR OUT\n"
+    "\n"
+    "Rebuilds the full model from a DeepSpeed ZeRO stage 1, 2 or 3 checkpoint,\n"
+    "as DeepSpeed's zero_to_fp32.py does, without Python or DeepSpeed: trainable\n"
+    "params as their fp32 master weights, frozen params and buffers from the\n"
+    "module (16-bit values upcast to float32 exactly, integer buffers kept as\n"
+    "they are), tied params under every name. Only the byte ranges of the fp32\n"
+    "partitions are read (never the Adam moments), each tensor streamed through\n"
+    "a bounded buffer: memory stays small whatever the model's size.\n"
+    "\n"
+    "CKPT_DIR holds `latest` (naming the tag) and global_stepN/ folders, or is\n"
+    "a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
+    "shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
+    "--to safetensors model.safetensors or its shards and index), or a file\n"
+    "name ending in .bin, .pt or .safetensors, written as that one file.\n"
+    "Output files appear only when all of them are complete.\n"
+    "\n"
+    "examples:\n"
+    "  zerofold merge ckpt/ out/                      # out/pytorch_model.bin\n"
+    "  zerofold merge --to safetensors ckpt/ out/     # out/model.safetensors\n"
+    "  zerofold merge --dry-run ckpt/ model.bin       # names, shapes, sources\n"
+    "  zerofold merge --only 'transformer.h.0.*' ckpt/ part.bin\n"
+    "\n"
+    "flags:\n";
+
+const std::vector<FlagSpec> kMergeFlags = {
+    {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
+    {"dtype", true, "dtype of every floating tensor (default float32)", "DTYPE"},
+    {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
+    {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
+    {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
+    {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
+    {"dry-run", false, "print the plan (names, shapes, source slices) and the files; write nothing"},
+    {"verify", false, "read the output back and check every tensor against the partitions (xxh3-128)"},
+    {"force", false, "replace existing output files"},
+    {"json", false, "print a JSON summary on stdout"},
+    {"quiet", false, "print nothing but errors"},
+    {"progress", false, "show a progress bar even when stderr is not a terminal"},
+    {"no-progress", false, "never show a progress bar"},
+    {"buffer-size", true, "bytes per read (default 4MiB)", "SIZE"},
+    {"help", false, "show this help"},
+};
+
+std::string Base(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string SourceText(const ops::MergeReport& r, const zero::SourceSlice& s) {
+  // The plan indexes model files first in input_files, then optim files.
+  size_t model_files = r.input_files.size() - r.plan.world_size;
+  size_t index = s.source == zero::SourceKind::kOptimStates ? model_files + s.file : s.file;
+  std::string file = index < r.input_files.size() ? Base(r.input_files[index]) : "?";
+  std::string text = file + ":data/" + s.storage + "[" + std::to_string(s.offset) + ":" + std::to_string(s.offset + s.count) + "]";
+  if (s.dtype != torch::DType::kFloat32) text.append(" ").append(torch::Info(s.dtype).name);
+  return text;
+}
+
+std::string StageText(const ops::MergeReport& r) {
+  std::string s = "ZeRO-" + std::to_string(r.plan.zero_stage);
+  if (r.plan.bf16_optimizer) s += " (BF16_Optimizer)";
+  return s + ", world size " + std::to_string(r.plan.world_size);
+}
+
+void PrintPlan(const ops::MergeReport& r) {
+  std::printf("%s: %s, DeepSpeed %s\n", r.tag_folder.c_str(), StageText(r).c_str(),
+              r.ds_version.empty() ? "?" : r.ds_version.c_str());
+  for (const ops::MergeOutputFile& f : r.files) {
+    std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
+    for (size_t i : f.entries) {
+      const ops::OutputEntry& e = r.layout.entries[i];
+      const zero::OutputTensor& t = r.plan.tensors[e.tensor];
+      if (e.tie) {
+        std::printf("  %s  tied to %s\n", e.name.c_str(), r.layout.entries[e.owner].name.c_str());
+        continue;
+      }
+      std::string sources;
+      for (size_t k = 0; k < t.slices.size(); ++k) sources += (k ? ", " : "") + SourceText(r, t.slices[k]);
+      std::printf("  %s  %s %s %s  <- %s\n", e.name.c_str(), std::string(zero::TensorKindName(t.kind)).c_str(),
+                  std::string(torch::Info(t.dtype).name).c_str(), torch::ShapeText(t.shape).c_str(),
+                  sources.empty() ? "(empty)" : sources.c_str());
+    }
+  }
+  if (!r.index.empty()) std::printf("%s\n", r.index.c_str());
+}
+
+void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_run) {
+  std::printf("%s (%s) -> %s: %zu params, %zu frozen, %zu buffers, %zu tied; %s in %zu file%s%s\n",
+              r.checkpoint.c_str(), StageText(r).c_str(), out.c_str(), r.params, r.frozen_params, r.buffers, r.ties,
+              HumanBytes(r.tensor_bytes).c_str(), r.files.size(), r.files.size() == 1 ? "" : "s",
+              dry_run ? " [dry run]" : "");
+  if (r.verified)
+    std::printf("verified %zu tensors, %llu bytes\n", r.verified_tensors,
+                static_cast<unsigned long long>(r.verified_bytes));
+}
+
+void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
+  w.BeginObject();
+  w.Key("checkpoint");
+  w.String(r.checkpoint);
+  w.Key("tag_folder");
+  w.String(r.tag_folder);
+  w.Key("tag");
+  w.String(r.tag);
+  w.Key("ds_version");
+  w.String(r.ds_version);
+  w.Key("zero_stage");
+  w.Int(r.plan.zero_stage);
+  w.Key("world_size");
+  w.Uint(r.plan.world_size);
+  w.Key("bf16_optimizer");
+  w.Bool(r.plan.bf16_optimizer);
+  w.Key("format");
+  w.String(ops::MergeFormatName(r.format));
+  w.Key("dry_run");
+  w.Bool(dry_run);
+  w.Key("inputs");
+  w.BeginArray();
+  for (const std::string& f : r.input_files) w.String(f);
+  w.EndArray();
+  w.Key("outputs");
+  w.BeginArray();
+  for (const ops::MergeOutputFile& f : r.files) {
+    w.BeginObject();
+    w.Key("path");
+    w.String(f.path);
+    w.Key("bytes");
+    w.Uint(f.bytes);
+    w.Key("tensors");
+    w.Uint(f.entries.size());
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("index");
+  if (r.index.empty()) w.Null();
+  else w.String(r.index);
+  w.Key("tensor_bytes");
+  w.Uint(r.tensor_bytes);
+  w.Key("bytes_read");
+  w.Uint(r.bytes_read);
+  w.Key("params");
+  w.Uint(r.params);
+  w.Key("frozen_params");
+  w.Uint(r.frozen_params);
+  w.Key("buffers");
+  w.Uint(r.buffers);
+  w.Key("ties");
+  w.Uint(r.ties);
+  w.Key("verified");
+  if (r.verified) {
+    w.BeginObject();
+    w.Key("tensors");
+    w.Uint(r.verified_tensors);
+    w.Key("bytes");
+    w.Uint(r.verified_bytes);
+    w.EndObject();
+  } else {
+    w.Bool(false);
+  }
+  w.Key("warnings");
+  w.BeginArray();
+  for (const auto& [path, message] : r.warnings) {
+    w.BeginObject();
+    w.Key("path");
+    w.String(path);
+    w.Key("message");
+    w.String(message);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("tensors");
+  w.BeginArray();
+  for (size_t k = 0; k < r.files.size(); ++k) {
+    for (size_t i : r.files[k].entries) {
+      const ops::OutputEntry& e = r.layout.entries[i];
+      const zero::OutputTensor& t = r.plan.tensors[e.tensor];
+      w.BeginObject();
+      w.Key("name");
+      w.String(e.name);
+      w.Key("kind");
+      w.String(e.tie ? "tie" : zero::TensorKindName(t.kind));
+      w.Key("dtype");
+      w.String(torch::Info(t.dtype).name);
+      w.Key("shape");
+      w.BeginArray();
+      for (int64_t d : t.shape) w.Int(d);
+      w.EndArray();
+      w.Key("file");
+      w.String(Base(r.files[k].path));
+      if (e.tie) {
+        w.Key("tied_to");
+        w.String(r.layout.entries[e.owner].name);
+      } else {
+        w.Key("sources");
+        w.BeginArray();
+        for (const zero::SourceSlice& s : t.slices) w.String(SourceText(r, s));
+        w.EndArray();
+      }
+      w.EndObject();
+    }
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunMerge(const std::vector<std::string>& argv) {
+  Result<ParsedArgs> parsed = ParseArgs(argv, kMergeFlags);
+  if (!parsed.ok()) return UsageError("merge", parsed.status().message());
+  const ParsedArgs& args = *parsed;
+  if (args.Has("help")) {
+    std::fputs(kMergeHelp, stdout);
+    std::fputs(FlagHelp(kMergeFlags).c_str(), stdout);
+    return kExitOk;
+  }
+  if (args.positionals.size() != 2) return UsageError("merge", "needs CKPT_DIR and OUT");
+  const std::string ckpt = args.positionals[0];
+  const std::string out = args.positionals[1];
+  if (out == "-") return UsageError("merge", "OUT must be a file or folder name; merge does not write to stdout");
+
+  ops::MergeOptions options;
+  options.tag = args.Value("tag");
+  if (auto v = args.Value("dtype")) {
+    std::optional<torch::DType> d = torch::FromName(*v);
+    if (!d || !torch::Info(*d).is_floating)
+      return UsageError("merge", "--dtype takes a floating dtype (float32, float16, bfloat16, float64), not '" + *v + "'");
+    options.dtype = *d;
+  }
+  options.exclude_frozen = args.Has("exclude-frozen");
+  if (auto v = args.Value("only")) {
+    options.only = SplitCommas(*v);
+    if (options.only.empty()) return UsageError("merge", "--only needs a pattern");
+  }
+  if (auto v = args.Value("max-shard-size")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok() || *n == 0) return UsageError("merge", "--max-shard-size takes a size like 5GB, 500MB or 2GiB");
+    options.max_shard_bytes = *n;
+  }
+  if (auto v = args.Value("to")) {
+    if (*v == "torch") options.format = ops::MergeFormat::kTorch;
+    else if (*v == "safetensors") options.format = ops::MergeFormat::kSafetensors;
+    else return UsageError("merge", "--to takes torch or safetensors, not '" + *v + "'");
+  }
+  if (auto v = args.Value("buffer-size")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("merge", "--buffer-size needs 4KiB to 4GiB");
+    options.buffer_bytes = static_cast<size_t>(*n);
+  }
+  options.dry_run = args.Has("dry-run");
+  options.verify = args.Has("verify");
+  options.force = args.Has("force");
+  if (options.dry_run && options.verify) return UsageError("merge", "--verify checks written files; drop --dry-run");
+  const bool quiet = args.Has("quiet");
+  const bool as_json = args.Has("json");
+  bool show_progress = !quiet && !options.dry_run && isatty(2);
+  if (args.Has("progress")) show_progress = true;
+  if (args.Has("no-progress")) show_progress = false;
+  Progress progress(show_progress);
+  options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(phase, done, total); };
+
+  Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  progress.Clear();
+  if (!r.ok()) {
+    PrintError(r.status());
+    if (as_json) {
+      json::Writer w;
+      w.BeginObject();
+      w.Key("error");
+      WriteJsonError(w, r.status());
+      w.EndObject();
+      Result<std::string> text = w.Finish();
+      if (text.ok()) std::printf("%s\n", text->c_str());
+    }
+    return ExitCodeFor(r.status());
+  }
+  if (!quiet)
+    for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
+  if (as_json) {
+    json::Writer w;
+    WriteJson(w, *r, options.dry_run);
+    Result<std::string> text = w.Finish();
+    if (!text.ok()) {
+      PrintError(text.status());
+      return ExitCodeFor(text.status());
+    }
+    std::printf("%s\n", text->c_str());
+  } else if (!quiet) {
+    if (options.dry_run) PrintPlan(*r);
+    PrintSummary(*r, out, options.dry_run);
+  }
+  return kExitOk;
+}
+
+}  // namespace zerofold::cli

@@ -1,0 +1,283 @@
+#include "ops/merge.h"
+
+#include <algorithm>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+#include "model/hf_folder.h"
+#include "ops/merge_assemble.h"
+#include "ops/merge_convert.h"
+#include "ops/merge_load.h"
+#include "ops/merge_verify.h"
+#include "ops/merge_write.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+// Output file names, as transformers' save_pretrained writes them.
+constexpr std::string_view kTorchShardPrefix = "pytorch_model";
+constexpr std::string_view kTorchShardSuffix = ".bin";
+constexpr std::string_view kSafetensorsShardPrefix = "model";
+constexpr std::string_view kSafetensorsShardSuffix = ".safetensors";
+// OUT names that are one file rather than a folder.
+constexpr std::string_view kFileSuffixes[] = {".bin", ".pt", ".safetensors"};
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// "pytorch_model-00002-of-00005.bin": k counts from 1, at least five digits
+// each (transformers: f"-{idx+1:05d}-of-{n:05d}").
+std::string ShardName(MergeFormat format, size_t k, size_t n) {
+  auto five = [](size_t v) {
+    std::string s = std::to_string(v);
+    return s.size() < 5 ? std::string(5 - s.size(), '0') + s : s;
+  };
+  bool st = format == MergeFormat::kSafetensors;
+  return std::string(st ? kSafetensorsShardPrefix : kTorchShardPrefix) + "-" + five(k) + "-of-" + five(n) +
+         std::string(st ? kSafetensorsShardSuffix : kTorchShardSuffix);
+}
+
+// Lexically normalized path for comparing output with input names:
+// no "./" parts, no repeated or trailing slashes.
+std::string Normalize(const std::string& path) {
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string_view part(path.data() + i, j - i);
+    if (!part.empty() && part != ".") {
+      if (!out.empty() || path[0] == '/') out += '/';
+      out += part;
+    }
+    i = j + 1;
+  }
+  return out.empty() ? "." : out;
+}
+
+// Items grouped by the entry holding their data, placed greedily in output
+// order: a group goes whole into the shard open at its first item; it
+// closes that shard first if it would pass `max_bytes` there and the shard
+// is not empty (transformers' shard_checkpoint; huggingface_hub puts every
+// name of a storage with the first).
+std::vector<std::vector<size_t>> PlanShards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
+                                            uint64_t max_bytes) {
+  std::vector<uint64_t> group_bytes(layout.entries.size(), 0);
+  for (size_t i = 0; i < layout.entries.size(); ++i) group_bytes[layout.entries[i].owner] += bytes[i];
+  std::vector<std::vector<size_t>> shards;
+  std::vector<size_t> shard_of(layout.entries.size(), 0);
+  uint64_t current = 0;
+  for (size_t i = 0; i < layout.entries.size(); ++i) {
+    const OutputEntry& e = layout.entries[i];
+    if (e.tie) {
+      shards[shard_of[e.owner]].push_back(i);
+      continue;
+    }
+    if (shards.empty() || (!shards.back().empty() && current + group_bytes[i] > max_bytes)) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back(i);
+    shard_of[i] = shards.size() - 1;
+    current += group_bytes[i];
+  }
+  for (std::vector<size_t>& s : shards) std::sort(s.begin(), s.end());
+  return shards;
+}
+
+// Checks that every slice of every written tensor converts to its dtype,
+// so an unsupported --dtype fails before any output exists.
+Status CheckConversions(const zero::MergePlan& plan, const MergeLayout& layout) {
+  for (const OutputEntry& e : layout.entries) {
+    if (e.tie) continue;
+    const zero::OutputTensor& t = plan.tensors[e.tensor];
+    for (const zero::SourceSlice& s : t.slices) {
+      if (!CanConvert(s.dtype, t.dtype))
+        return Status::Unsupported("converting " + std::string(torch::Info(s.dtype).name) + " to " +
+                                   std::string(torch::Info(t.dtype).name) + " is not supported yet")
+            .WithRecord(e.name);
+    }
+  }
+  return Status::OK();
+}
+
+Status WriteSmallFile(Env* env, const std::string& path, const std::string& text) {
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+  ZF_TRY(sink->Append(std::as_bytes(std::span<const char>(text.data(), text.size()))));
+  return sink->Commit();
+}
+
+}  // namespace
+
+Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const std::string& out,
+                                    const MergeOptions& options) {
+  MergeReport report;
+  report.checkpoint = ckpt_dir;
+
+  // Where the output goes, before any work.
+  bool single_file = false;
+  std::optional<MergeFormat> implied;
+  for (std::string_view suffix : kFileSuffixes) {
+    if (EndsWith(out, suffix)) {
+      single_file = true;
+      implied = suffix == kSafetensorsShardSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
+    }
+  }
+  if (implied && options.format && *implied != *options.format)
+    return Status::InvalidArgument("--to " + std::string(MergeFormatName(*options.format)) + " contradicts the " +
+                                   std::string(MergeFormatName(*implied)) + " file name")
+        .WithPath(out);
+  report.format = implied ? *implied : options.format.value_or(MergeFormat::kTorch);
+  if (single_file && env->IsDirectory(out))
+    return Status::InvalidArgument("is a folder; a file name ending in .bin, .pt or .safetensors is written as a file")
+        .WithPath(out);
+
+  ZF_ASSIGN_OR_RETURN(std::string tag_folder, FindTagFolder(env, ckpt_dir, options.tag));
+  ZF_ASSIGN_OR_RETURN(LoadedZero loaded, LoadZeroCheckpoint(env, tag_folder, options.read));
+  report.tag_folder = loaded.tag_folder;
+  report.tag = loaded.tag;
+  report.warnings = loaded.warnings;
+  for (const ZeroFile& f : loaded.model_files) report.input_files.push_back(f.path);
+  for (const ZeroFile& f : loaded.optim_files) report.input_files.push_back(f.path);
+  if (!loaded.description.model_states.empty()) report.ds_version = loaded.description.model_states[0].ds_version;
+
+  zero::PlanOptions plan_options;
+  plan_options.float_dtype = options.dtype;
+  plan_options.exclude_frozen = options.exclude_frozen;
+  Result<zero::MergePlan> planned = zero::PlanMerge(loaded.description, plan_options);
+  // The planner names the file concerned; errors about the whole set of
+  // files (a missing rank) get the tag folder.
+  if (!planned.ok()) return Status(planned.status()).WithPath(tag_folder);
+  report.plan = std::move(planned).value();
+  ZF_ASSIGN_OR_RETURN(report.layout, LayOutMerge(report.plan, loaded.description, options.only));
+  const zero::MergePlan& plan = report.plan;
+  const MergeLayout& layout = report.layout;
+  Status convertible = CheckConversions(plan, layout);
+  if (!convertible.ok()) return convertible.WithPath(out);
+
+  // Bytes each entry adds to its file: a torch tie shares its owner's storage.
+  std::vector<uint64_t> entry_bytes;
+  for (const OutputEntry& e : layout.entries) {
+    bool copy = !e.tie || report.format == MergeFormat::kSafetensors;
+    entry_bytes.push_back(copy ? OutputBytes(plan.tensors[e.tensor]) : 0);
+    if (e.tie) {
+      ++report.ties;
+    } else {
+      switch (plan.tensors[e.tensor].kind) {
+        case zero::TensorKind::kParam: ++report.params; break;
+        case zero::TensorKind::kFrozenParam: ++report.frozen_params; break;
+        case zero::TensorKind::kBuffer: ++report.buffers; break;
+      }
+    }
+  }
+
+  // Files and their entries.
+  std::vector<std::vector<size_t>> shards;
+  if (single_file) {
+    shards.emplace_back();
+    for (size_t i = 0; i < layout.entries.size(); ++i) shards.back().push_back(i);
+  } else {
+    shards = PlanShards(layout, entry_bytes, options.max_shard_bytes);
+  }
+  std::vector<TorchFilePlan> torch_files;
+  std::vector<SafetensorsFilePlan> st_files;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    MergeOutputFile f;
+    if (single_file) {
+      f.path = out;
+    } else if (shards.size() == 1) {
+      f.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsSingleName
+                                                                                  : model::kTorchSingleName);
+    } else {
+      f.path = model::JoinPath(out, ShardName(report.format, k + 1, shards.size()));
+    }
+    f.entries = shards[k];
+    if (report.format == MergeFormat::kTorch) {
+      Result<TorchFilePlan> p = PlanTorchFile(plan, layout, f.entries, f.path);
+      if (!p.ok()) return Status(p.status()).WithPath(f.path);
+      f.bytes = p->file_bytes;
+      torch_files.push_back(std::move(p).value());
+    } else {
+      Result<SafetensorsFilePlan> p = PlanSafetensorsFile(plan, layout, f.entries);
+      if (!p.ok()) return Status(p.status()).WithPath(f.path);
+      f.bytes = p->layout.file_size;
+      st_files.push_back(std::move(p).value());
+    }
+    for (size_t i : f.entries) report.tensor_bytes += entry_bytes[i];
+    report.files.push_back(std::move(f));
+  }
+  model::ShardIndex index;
+  if (report.files.size() > 1) {
+    index.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsIndexName
+                                                                                 : model::kTorchIndexName);
+    index.total_size = report.tensor_bytes;
+    for (const MergeOutputFile& f : report.files) {
+      std::string base = f.path.substr(f.path.rfind('/') + 1);
+      for (size_t i : f.entries) index.weight_map.emplace_back(layout.entries[i].name, base);
+    }
+    // transformers writes the index with json.dumps(sort_keys=True).
+    std::sort(index.weight_map.begin(), index.weight_map.end());
+    report.index = index.path;
+  }
+
+  // Refuse to replace files unasked, and never write onto an input.
+  std::vector<std::string> targets;
+  for (const MergeOutputFile& f : report.files) targets.push_back(f.path);
+  if (!report.index.empty()) targets.push_back(report.index);
+  for (const std::string& t : targets) {
+    for (const std::string& in : report.input_files)
+      if (Normalize(t) == Normalize(in)) return Status::InvalidArgument("is an input file of the merge").WithPath(t);
+    if (!options.force && env->FileExists(t))
+      return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+  }
+  if (options.dry_run) return report;
+
+  if (!single_file) ZF_TRY(env->CreateDirs(out));
+  TensorAssembler assembler(loaded, options.buffer_bytes);
+  uint64_t done = 0;
+  const uint64_t total = report.tensor_bytes;
+  WriteProgress progress = [&](uint64_t n) {
+    done += n;
+    if (options.progress) options.progress("merge", done, total);
+  };
+  std::vector<std::unique_ptr<AtomicFileSink>> sinks;
+  for (size_t k = 0; k < report.files.size(); ++k) {
+    const MergeOutputFile& f = report.files[k];
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
+    Status written = report.format == MergeFormat::kTorch
+                         ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)
+                         : WriteSafetensorsFile(st_files[k], plan, assembler, sink.get(), progress);
+    if (!written.ok()) return written.WithPath(f.path);
+    sinks.push_back(std::move(sink));
+  }
+  // Every file is complete: commit them, the index last.
+  for (size_t k = 0; k < sinks.size(); ++k) {
+    ZF_TRY(sinks[k]->Commit());
+    report.files[k].bytes = sinks[k]->position();
+  }
+  if (!report.index.empty()) ZF_TRY(WriteSmallFile(env, index.path, model::FormatShardIndex(index)));
+  report.bytes_read = assembler.bytes_read();
+
+  if (options.verify) {
+    uint64_t checked = 0;
+    uint64_t verify_total = 0;
+    for (const MergeOutputFile& f : report.files)
+      for (size_t i : f.entries) verify_total += entry_bytes[i];
+    auto verify_progress = [&](uint64_t n) {
+      checked += n;
+      if (options.progress) options.progress("verify", checked, verify_total);
+    };
+    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(env, plan, layout, report.files, report.format, assembler,
+                                                          options.read, options.buffer_bytes, verify_progress));
+    report.verified = true;
+    report.verified_tensors = v.tensors;
+    report.verified_bytes = v.bytes;
+  }
+  return report;
+}
+
+}  // namespace zerofold::ops

@@ -1,0 +1,156 @@
+#include "ops/merge_layout.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace zerofold::ops {
+
+namespace {
+
+// Matches one bracket expression at pattern[*p] ('[' ...) against c.
+// Returns false with *p unchanged when the bracket is not closed (the '['
+// is then literal); else advances *p past ']' and sets *matched.
+bool MatchBracket(std::string_view pattern, size_t* p, char c, bool* matched) {
+  size_t i = *p + 1;
+  bool negate = i < pattern.size() && (pattern[i] == '!' || pattern[i] == '^');
+  if (negate) ++i;
+  bool found = false;
+  bool first = true;
+  while (i < pattern.size() && (first || pattern[i] != ']')) {
+    first = false;
+    char lo = pattern[i];
+    char hi = lo;
+    if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']') {
+      hi = pattern[i + 2];
+      i += 3;
+    } else {
+      ++i;
+    }
+    if (lo <= c && c <= hi) found = true;
+  }
+  if (i >= pattern.size()) return false;
+  *p = i + 1;
+  *matched = found != negate;
+  return true;
+}
+
+}  // namespace
+
+bool GlobMatch(std::string_view pattern, std::string_view name) {
+  // Greedy with one backtrack point: the last '*' seen, as fnmatch does
+  // without FNM_PATHNAME. O(pattern x name) at worst.
+  size_t p = 0, n = 0;
+  size_t star = std::string_view::npos, star_n = 0;
+  while (n < name.size()) {
+    if (p < pattern.size()) {
+      char c = pattern[p];
+      if (c == '*') {
+        star = ++p;
+        star_n = n;
+        continue;
+      }
+      if (c == '?') {
+        ++p;
+        ++n;
+        continue;
+      }
+      if (c == '[') {
+        size_t q = p;
+        bool matched = false;
+        if (MatchBracket(pattern, &q, name[n], &matched)) {
+          if (matched) {
+            p = q;
+            ++n;
+            continue;
+          }
+        } else if (name[n] == '[') {
+          ++p;
+          ++n;
+          continue;
+        }
+      } else if (c == name[n]) {
+        ++p;
+        ++n;
+        continue;
+      }
+    }
+    if (star == std::string_view::npos) return false;
+    p = star;
+    n = ++star_n;
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::string_view MergeFormatName(MergeFormat format) {
+  return format == MergeFormat::kSafetensors ? "safetensors" : "torch";
+}
+
+uint64_t NumelOf(std::span<const int64_t> shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+uint64_t OutputBytes(const zero::OutputTensor& tensor) {
+  return NumelOf(tensor.shape) * torch::Info(tensor.dtype).itemsize;
+}
+
+Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
+                                std::span<const std::string> only) {
+  std::unordered_map<std::string, size_t> tensor_of;  // name (tensor or tie) -> plan tensor
+  for (size_t i = 0; i < plan.tensors.size(); ++i) tensor_of.emplace(plan.tensors[i].name, i);
+  for (const zero::Tie& t : plan.ties) {
+    auto owner = tensor_of.find(t.owner);
+    if (owner == tensor_of.end())
+      return Status::Internal("the plan ties " + t.name + " to " + t.owner + ", which it does not hold");
+    tensor_of.emplace(t.name, owner->second);
+  }
+
+  // Output order: module order, then what the module does not name.
+  std::vector<std::string> order;
+  std::unordered_set<std::string> placed;
+  auto place = [&](const std::string& name) {
+    if (tensor_of.count(name) && placed.insert(name).second) order.push_back(name);
+  };
+  if (!ckpt.model_states.empty())
+    for (const zero::NamedTensor& m : ckpt.model_states[0].module) place(m.name);
+  for (const zero::OutputTensor& t : plan.tensors) place(t.name);
+  for (const zero::Tie& t : plan.ties) place(t.name);
+
+  auto selected = [&](const std::string& name) {
+    if (only.empty()) return true;
+    for (const std::string& pattern : only)
+      if (GlobMatch(pattern, name)) return true;
+    return false;
+  };
+
+  MergeLayout layout;
+  std::unordered_map<size_t, size_t> holder;  // plan tensor -> entry holding its data
+  for (const std::string& name : order) {
+    size_t tensor = tensor_of.at(name);
+    if (!selected(name) && !selected(plan.tensors[tensor].name)) continue;
+    OutputEntry e;
+    e.name = name;
+    e.tensor = tensor;
+    auto h = holder.find(tensor);
+    if (h == holder.end()) {
+      e.owner = layout.entries.size();
+      holder.emplace(tensor, e.owner);
+    } else {
+      e.tie = true;
+      e.owner = h->second;
+    }
+    layout.entries.push_back(std::move(e));
+  }
+  if (layout.entries.empty() && !only.empty()) {
+    std::string patterns;
+    for (const std::string& p : only) patterns += (patterns.empty() ? "'" : ", '") + p + "'";
+    return Status::InvalidArgument("--only " + patterns + " matches none of the " + std::to_string(order.size()) +
+                                   " tensor names (e.g. " + (order.empty() ? std::string("none") : order[0]) + ")");
+  }
+  return layout;
+}
+
+}  // namespace zerofold::ops

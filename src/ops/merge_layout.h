@@ -1,0 +1,73 @@
+// The entries of a merged state dict: which names are written, in which
+// order, which of them hold data and which share another's (ties), after
+// --only. Pure: from a merge plan and the description it came from.
+#ifndef ZEROFOLD_OPS_MERGE_LAYOUT_H_
+#define ZEROFOLD_OPS_MERGE_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zero/description.h"
+#include "zero/plan.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+struct OutputEntry {
+  std::string name;
+  size_t tensor = 0;  // index into MergePlan::tensors: the data
+  // A tie shares the data of entry `owner` (an index into
+  // MergeLayout::entries, of an earlier entry that is no tie): torch output
+  // shares the owner's storage, safetensors output writes a copy. For an
+  // entry that is no tie, `owner` is its own index.
+  bool tie = false;
+  size_t owner = 0;
+};
+
+struct MergeLayout {
+  std::vector<OutputEntry> entries;  // output order
+};
+
+enum class MergeFormat : uint8_t { kTorch, kSafetensors };
+
+// "torch", "safetensors".
+std::string_view MergeFormatName(MergeFormat format);
+
+// One output file and the entries it holds.
+struct MergeOutputFile {
+  std::string path;
+  uint64_t bytes = 0;           // file size (exact, also for dry runs)
+  std::vector<size_t> entries;  // indexes into MergeLayout::entries, ascending
+};
+
+// True if `name` matches the shell-style `pattern`: `*` any run of
+// characters (dots included), `?` one character, `[abc]`, `[a-z]`, `[!a]`
+// one character of (not of) a set; anything else matches itself. A `[`
+// without its `]` matches itself.
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+// Orders the plan's tensors and ties as the module state dict orders them
+// (`module` of the first model-states file), then the plan's remaining
+// tensors and ties in plan order. With `only` patterns (any matching
+// selects): a tensor is kept if its name matches; a tie is kept if its
+// owner is kept or its own name matches; a tie kept without its owner
+// holds the data itself, and later kept ties of the same owner share it.
+// kInvalidArgument (listing the pattern) when `only` is non-empty and no
+// name matches.
+Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
+                                std::span<const std::string> only);
+
+// Elements of a shape: the product of its sizes (1 for a scalar).
+// REQUIRES: the planner checked the shape (non-negative, no overflow).
+uint64_t NumelOf(std::span<const int64_t> shape);
+
+// Bytes of a tensor in its output dtype.
+uint64_t OutputBytes(const zero::OutputTensor& tensor);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_MERGE_LAYOUT_H_

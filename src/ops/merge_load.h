@@ -1,0 +1,88 @@
+// Loading a DeepSpeed ZeRO checkpoint for `zerofold merge`: finding the tag
+// folder, naming its files (zero/files.h), reading each file's directory and
+// pickle (torch::ReadCheckpoint: no storage bytes are read) and describing it
+// (zero/extract.h). What is kept per file is the open source and where each
+// storage's bytes are; the pickle graphs are dropped, so memory is
+// O(metadata).
+//
+// Thread safety: a LoadedZero is used by one thread at a time; its sources
+// are thread-safe for reads.
+#ifndef ZEROFOLD_OPS_MERGE_LOAD_H_
+#define ZEROFOLD_OPS_MERGE_LOAD_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "torch/checkpoint.h"
+#include "torch/dtype.h"
+#include "zero/description.h"
+#include "zero/plan.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+// Where one storage's bytes are in its file.
+struct StorageLocation {
+  uint64_t data_offset = 0;  // absolute offset of the first byte
+  uint64_t nbytes = 0;       // declared bytes (the record holds at least these)
+  std::string record;        // "archive/data/3", for messages
+};
+
+// One rank file, open for reading.
+struct ZeroFile {
+  std::string path;  // tag folder + "/" + name
+  std::unique_ptr<RandomSource> source;
+  std::unordered_map<std::string, StorageLocation> storages;  // by storage key
+  std::vector<std::string> unsafe_globals;  // as ReadCheckpoint lists them
+};
+
+struct LoadedZero {
+  std::string tag_folder;  // the folder holding the rank files
+  std::string tag;         // its base name ("global_step2")
+  zero::ZeroCheckpoint description;  // `file` fields hold the paths
+  std::vector<ZeroFile> model_files;  // parallel to description.model_states
+  std::vector<ZeroFile> optim_files;  // parallel to description.optim_states
+  // Notes for the user: an unsafe global per file (merge writes only
+  // tensors, so nothing of the pickle is carried), files ignored.
+  std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
+
+  // The file a plan slice reads from. REQUIRES: slice comes from a plan of
+  // `description`.
+  const ZeroFile& FileOf(const zero::SourceSlice& slice) const {
+    return slice.source == zero::SourceKind::kOptimStates ? optim_files[slice.file] : model_files[slice.file];
+  }
+};
+
+// The name of the file in a checkpoint folder that names the tag to merge.
+inline constexpr const char* kLatestFile = "latest";
+// `latest` is a few bytes; more is not a DeepSpeed tag file.
+inline constexpr uint64_t kMaxLatestBytes = 4096;
+
+// The tag folder of `ckpt_dir`: ckpt_dir/`tag` when a tag is given; else
+// ckpt_dir/<the tag `latest` names>; else, without `latest`, ckpt_dir itself
+// (a tag folder given directly). Errors (path: the file or folder concerned):
+//   kNotFound         ckpt_dir or the tag folder does not exist; no `latest`
+//                     in a folder whose subfolders hold states files (the
+//                     message lists them: give --tag);
+//   kInvalidArgument  ckpt_dir is a file; `tag` is not a single folder name;
+//   kCorrupt          `latest` is empty, longer than kMaxLatestBytes, or names
+//                     no single folder ("../x", "a/b").
+Result<std::string> FindTagFolder(Env* env, const std::string& ckpt_dir, const std::optional<std::string>& tag);
+
+// Lists `tag_folder`, classifies its files, reads every model-states and
+// optim-states file (directory and pickle only) and describes them. Stage 3
+// (zero_pp_rank_R model states) takes the per-rank model-states files; a
+// stray mp_rank_00_model_states.pt beside them is ignored with a warning.
+// Errors carry the path of the file concerned: those of ClassifyTagFiles,
+// ReadCheckpoint (record, offset), ExtractModelStates/ExtractOptimStates;
+// kUnsupported for big-endian archives.
+Result<LoadedZero> LoadZeroCheckpoint(Env* env, const std::string& tag_folder, const torch::ReadOptions& read);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_MERGE_LOAD_H_

@@ -1,0 +1,54 @@
+// The data.pkl of a state dict of fresh, contiguous tensors, byte for byte
+// as torch 1.13's torch.save writes an OrderedDict of them:
+//   OrderedDict() with SETITEMS name -> _rebuild_tensor_v2(
+//       pid ('storage', torch.<Dtype>Storage, key, 'cpu', numel),
+//       0, size, stride, False, OrderedDict())
+// One storage per data-holding tensor, keyed "0", "1", ... in order of first
+// reference (torch.save's id_map); a tensor that shares another's data
+// (a tie, as model.state_dict() gives for tied weights) is a second rebuild
+// call naming the same key. Strides are contiguous as torch computes them
+// (a size-0 dim counts as 1). Objects that CPython's pickler writes once and
+// fetches from the memo afterwards (the globals, 'storage', 'cpu', a shared
+// key) are single nodes here, so the encoder writes the same BINGETs.
+#ifndef ZEROFOLD_OPS_MERGE_PICKLE_H_
+#define ZEROFOLD_OPS_MERGE_PICKLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "torch/archive_writer.h"
+#include "torch/dtype.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+struct StateDictEntry {
+  std::string name;
+  torch::DType dtype = torch::DType::kFloat32;
+  std::vector<int64_t> shape;
+  // Index of the entry whose storage this one uses: its own index, or an
+  // earlier entry's (same dtype and shape) for a tie.
+  size_t data = 0;
+};
+
+struct StateDictPickle {
+  std::vector<std::byte> data_pkl;
+  std::vector<torch::StorageRecord> storages;  // in key order of assignment: "0", "1", ...
+  std::vector<size_t> storage_entry;           // per storage: the entry holding its data
+};
+
+// kInvalidArgument for an entry whose `data` is not itself or an earlier
+// data-holding entry of the same dtype and shape, or a negative size;
+// kUnsupported for a dtype without a typed storage class (torch.save writes
+// those through _rebuild_tensor_v3, which this does not).
+Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries);
+
+// Contiguous strides of `shape` as torch computes them.
+std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_MERGE_PICKLE_H_

@@ -1,0 +1,64 @@
+// --verify for merge: reads every output file back with zerofold's own
+// readers and checks, per entry, the name, dtype, shape and layout (torch:
+// contiguous at offset 0; a tie in its owner's storage, every other entry in
+// a storage of its own) and that the xxh3-128 of the tensor's bytes equals
+// the xxh3-128 of the same bytes assembled anew from the rank files.
+#ifndef ZEROFOLD_OPS_MERGE_VERIFY_H_
+#define ZEROFOLD_OPS_MERGE_VERIFY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "ops/merge_assemble.h"
+#include "ops/merge_layout.h"
+#include "torch/checkpoint.h"
+#include "zero/plan.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+// An xxh3-128 digest.
+struct Digest128 {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  bool operator==(const Digest128&) const = default;
+  std::string Hex() const;  // 32 hex digits, high word first (XXH128_canonical order)
+};
+
+// Streaming xxh3-128 (seed 0). Not thread-safe.
+class Xxh3Hasher {
+ public:
+  Xxh3Hasher();
+  ~Xxh3Hasher();
+  Xxh3Hasher(const Xxh3Hasher&) = delete;
+  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
+  void Reset();
+  void Update(std::span<const std::byte> bytes);
+  Digest128 Digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t
+};
+
+struct VerifyResult {
+  size_t tensors = 0;  // entries checked
+  uint64_t bytes = 0;  // output tensor bytes hashed
+};
+
+// Checks `files` (written in `format`) against the plan. Errors: kCorrupt
+// (path: the output file, record: the entry name) for a missing or extra
+// name, a dtype, shape or layout other than planned, or a digest mismatch
+// (both digests in the message); errors of the readers and the assembler.
+// progress gets the output bytes hashed per chunk.
+Result<VerifyResult> VerifyMergeOutput(Env* env, const zero::MergePlan& plan, const MergeLayout& layout,
+                                       std::span<const MergeOutputFile> files, MergeFormat format,
+                                       TensorAssembler& assembler, const torch::ReadOptions& read,
+                                       size_t buffer_bytes, const std::function<void(uint64_t)>& progress);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_MERGE_VERIFY_H_

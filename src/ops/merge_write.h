@@ -1,0 +1,62 @@
+// Writing one output file of a merge: a torch zip archive holding a state
+// dict (ops/merge_pickle.h) or a safetensors file, whose tensor bytes come
+// from a TensorAssembler as the writer asks for them. Plans are computed
+// first (exact file sizes, for --dry-run and shard reports); writing streams.
+#ifndef ZEROFOLD_OPS_MERGE_WRITE_H_
+#define ZEROFOLD_OPS_MERGE_WRITE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ops/merge_assemble.h"
+#include "ops/merge_layout.h"
+#include "ops/merge_pickle.h"
+#include "safetensors/writer.h"
+#include "zero/plan.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+// Called with the bytes of each chunk written.
+using WriteProgress = std::function<void(uint64_t bytes)>;
+
+// A torch file of some layout entries: its pickle and storages.
+struct TorchFilePlan {
+  std::string top_folder;          // the output file's stem
+  StateDictPickle pickle;
+  std::vector<size_t> storage_tensor;  // per storage: the plan tensor it holds
+  uint64_t file_bytes = 0;         // exact archive size
+};
+
+// `entries` index layout.entries, in file order. A tie whose owner is not
+// among them holds its own copy. Errors: those of EncodeStateDict.
+Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayout& layout,
+                                    std::span<const size_t> entries, const std::string& path);
+
+// Streams the archive into sink (not committed).
+Status WriteTorchFile(const TorchFilePlan& file, const zero::MergePlan& plan, TensorAssembler& assembler,
+                      Sink* sink, const WriteProgress& progress);
+
+// A safetensors file of some layout entries: every name gets its own copy
+// (ties included), in the reference writer's order; __metadata__ is
+// {"format": "pt"}, as transformers writes torch weights.
+struct SafetensorsFilePlan {
+  safetensors::Layout layout;
+  std::vector<size_t> tensor_of;  // per layout.tensors item (file order): the plan tensor
+};
+
+// kUnsupported for a dtype safetensors has no code for; errors of PlanFile.
+Result<SafetensorsFilePlan> PlanSafetensorsFile(const zero::MergePlan& plan, const MergeLayout& layout,
+                                                std::span<const size_t> entries);
+
+Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const zero::MergePlan& plan,
+                            TensorAssembler& assembler, Sink* sink, const WriteProgress& progress);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_MERGE_WRITE_H_

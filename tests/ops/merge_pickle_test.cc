@@ -1,0 +1,136 @@
+#include "ops/merge_pickle.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zerofold::ops {
+namespace {
+
+using torch::DType;
+
+std::string_view Bytes(const std::vector<std::byte>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size()};
+}
+
+// data.pkl of torch 1.13's torch.save('/tmp/tie.bin') of
+//   sd = collections.OrderedDict()
+//   sd['a'] = torch.zeros(2, 3); sd['b'] = torch.ones(4, dtype=torch.int64)
+//   sd['c'] = sd['a'].detach()     # a tie, as model.state_dict() gives one
+constexpr char kTorchTie[] =
+    "\x80\x02\x63\x63\x6f\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x73\x0a\x4f\x72\x64\x65\x72\x65\x64\x44\x69"
+    "\x63\x74\x0a\x71\x00\x29\x52\x71\x01\x28\x58\x01\x00\x00\x00\x61\x71\x02\x63\x74\x6f\x72\x63\x68"
+    "\x2e\x5f\x75\x74\x69\x6c\x73\x0a\x5f\x72\x65\x62\x75\x69\x6c\x64\x5f\x74\x65\x6e\x73\x6f\x72\x5f"
+    "\x76\x32\x0a\x71\x03\x28\x28\x58\x07\x00\x00\x00\x73\x74\x6f\x72\x61\x67\x65\x71\x04\x63\x74\x6f"
+    "\x72\x63\x68\x0a\x46\x6c\x6f\x61\x74\x53\x74\x6f\x72\x61\x67\x65\x0a\x71\x05\x58\x01\x00\x00\x00"
+    "\x30\x71\x06\x58\x03\x00\x00\x00\x63\x70\x75\x71\x07\x4b\x06\x74\x71\x08\x51\x4b\x00\x4b\x02\x4b"
+    "\x03\x86\x71\x09\x4b\x03\x4b\x01\x86\x71\x0a\x89\x68\x00\x29\x52\x71\x0b\x74\x71\x0c\x52\x71\x0d"
+    "\x58\x01\x00\x00\x00\x62\x71\x0e\x68\x03\x28\x28\x68\x04\x63\x74\x6f\x72\x63\x68\x0a\x4c\x6f\x6e"
+    "\x67\x53\x74\x6f\x72\x61\x67\x65\x0a\x71\x0f\x58\x01\x00\x00\x00\x31\x71\x10\x68\x07\x4b\x04\x74"
+    "\x71\x11\x51\x4b\x00\x4b\x04\x85\x71\x12\x4b\x01\x85\x71\x13\x89\x68\x00\x29\x52\x71\x14\x74\x71"
+    "\x15\x52\x71\x16\x58\x01\x00\x00\x00\x63\x71\x17\x68\x03\x28\x28\x68\x04\x68\x05\x68\x06\x68\x07"
+    "\x4b\x06\x74\x71\x18\x51\x4b\x00\x4b\x02\x4b\x03\x86\x71\x19\x4b\x03\x4b\x01\x86\x71\x1a\x89\x68"
+    "\x00\x29\x52\x71\x1b\x74\x71\x1c\x52\x71\x1d\x75\x2e";
+
+// data.pkl of torch.save('/tmp/kinds.bin') of an OrderedDict of
+//   's': torch.tensor(1.5), 'e': torch.zeros(2, 0, 3),
+//   'h': torch.zeros(3, dtype=torch.float16), 'bf': torch.zeros(2, 1, dtype=torch.bfloat16),
+//   'u': torch.zeros(5, dtype=torch.uint8)
+constexpr char kTorchKinds[] =
+    "\x80\x02\x63\x63\x6f\x6c\x6c\x65\x63\x74\x69\x6f\x6e\x73\x0a\x4f\x72\x64\x65\x72\x65\x64\x44\x69"
+    "\x63\x74\x0a\x71\x00\x29\x52\x71\x01\x28\x58\x01\x00\x00\x00\x73\x71\x02\x63\x74\x6f\x72\x63\x68"
+    "\x2e\x5f\x75\x74\x69\x6c\x73\x0a\x5f\x72\x65\x62\x75\x69\x6c\x64\x5f\x74\x65\x6e\x73\x6f\x72\x5f"
+    "\x76\x32\x0a\x71\x03\x28\x28\x58\x07\x00\x00\x00\x73\x74\x6f\x72\x61\x67\x65\x71\x04\x63\x74\x6f"
+    "\x72\x63\x68\x0a\x46\x6c\x6f\x61\x74\x53\x74\x6f\x72\x61\x67\x65\x0a\x71\x05\x58\x01\x00\x00\x00"
+    "\x30\x71\x06\x58\x03\x00\x00\x00\x63\x70\x75\x71\x07\x4b\x01\x74\x71\x08\x51\x4b\x00\x29\x29\x89"
+    "\x68\x00\x29\x52\x71\x09\x74\x71\x0a\x52\x71\x0b\x58\x01\x00\x00\x00\x65\x71\x0c\x68\x03\x28\x28"
+    "\x68\x04\x68\x05\x58\x01\x00\x00\x00\x31\x71\x0d\x68\x07\x4b\x00\x74\x71\x0e\x51\x4b\x00\x4b\x02"
+    "\x4b\x00\x4b\x03\x87\x71\x0f\x4b\x03\x4b\x03\x4b\x01\x87\x71\x10\x89\x68\x00\x29\x52\x71\x11\x74"
+    "\x71\x12\x52\x71\x13\x58\x01\x00\x00\x00\x68\x71\x14\x68\x03\x28\x28\x68\x04\x63\x74\x6f\x72\x63"
+    "\x68\x0a\x48\x61\x6c\x66\x53\x74\x6f\x72\x61\x67\x65\x0a\x71\x15\x58\x01\x00\x00\x00\x32\x71\x16"
+    "\x68\x07\x4b\x03\x74\x71\x17\x51\x4b\x00\x4b\x03\x85\x71\x18\x4b\x01\x85\x71\x19\x89\x68\x00\x29"
+    "\x52\x71\x1a\x74\x71\x1b\x52\x71\x1c\x58\x02\x00\x00\x00\x62\x66\x71\x1d\x68\x03\x28\x28\x68\x04"
+    "\x63\x74\x6f\x72\x63\x68\x0a\x42\x46\x6c\x6f\x61\x74\x31\x36\x53\x74\x6f\x72\x61\x67\x65\x0a\x71"
+    "\x1e\x58\x01\x00\x00\x00\x33\x71\x1f\x68\x07\x4b\x02\x74\x71\x20\x51\x4b\x00\x4b\x02\x4b\x01\x86"
+    "\x71\x21\x4b\x01\x4b\x01\x86\x71\x22\x89\x68\x00\x29\x52\x71\x23\x74\x71\x24\x52\x71\x25\x58\x01"
+    "\x00\x00\x00\x75\x71\x26\x68\x03\x28\x28\x68\x04\x63\x74\x6f\x72\x63\x68\x0a\x42\x79\x74\x65\x53"
+    "\x74\x6f\x72\x61\x67\x65\x0a\x71\x27\x58\x01\x00\x00\x00\x34\x71\x28\x68\x07\x4b\x05\x74\x71\x29"
+    "\x51\x4b\x00\x4b\x05\x85\x71\x2a\x4b\x01\x85\x71\x2b\x89\x68\x00\x29\x52\x71\x2c\x74\x71\x2d\x52"
+    "\x71\x2e\x75\x2e";
+
+TEST_CASE("EncodeStateDict writes torch.save's bytes, a tie naming its owner's storage") {
+  std::vector<StateDictEntry> entries = {
+      {"a", DType::kFloat32, {2, 3}, 0},
+      {"b", DType::kInt64, {4}, 1},
+      {"c", DType::kFloat32, {2, 3}, 0},
+  };
+  Result<StateDictPickle> p = EncodeStateDict(entries);
+  REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+  CHECK_EQ(Bytes(p->data_pkl), std::string_view(kTorchTie, sizeof kTorchTie - 1));
+  REQUIRE_EQ(p->storages.size(), 2u);
+  CHECK_EQ(p->storages[0].key, "0");
+  CHECK_EQ(p->storages[0].nbytes, 24u);
+  CHECK_EQ(p->storages[1].key, "1");
+  CHECK_EQ(p->storages[1].nbytes, 32u);
+  CHECK_EQ(p->storage_entry, std::vector<size_t>{0, 1});
+}
+
+TEST_CASE("EncodeStateDict: scalars, empty tensors, 16-bit and byte dtypes as torch.save writes them") {
+  std::vector<StateDictEntry> entries = {
+      {"s", DType::kFloat32, {}, 0},        {"e", DType::kFloat32, {2, 0, 3}, 1},
+      {"h", DType::kFloat16, {3}, 2},       {"bf", DType::kBFloat16, {2, 1}, 3},
+      {"u", DType::kUInt8, {5}, 4},
+  };
+  Result<StateDictPickle> p = EncodeStateDict(entries);
+  REQUIRE_MESSAGE(p.ok(), p.status().ToString());
+  CHECK_EQ(Bytes(p->data_pkl), std::string_view(kTorchKinds, sizeof kTorchKinds - 1));
+  std::vector<uint64_t> nbytes;
+  for (const torch::StorageRecord& r : p->storages) nbytes.push_back(r.nbytes);
+  CHECK_EQ(nbytes, std::vector<uint64_t>{4, 0, 6, 4, 5});
+}
+
+TEST_CASE("ContiguousStrides counts a size-0 dim as 1, as torch does") {
+  CHECK_EQ(ContiguousStrides(std::vector<int64_t>{}), std::vector<int64_t>{});
+  CHECK_EQ(ContiguousStrides(std::vector<int64_t>{5}), std::vector<int64_t>{1});
+  CHECK_EQ(ContiguousStrides(std::vector<int64_t>{2, 0, 3}), std::vector<int64_t>{3, 3, 1});
+  CHECK_EQ(ContiguousStrides(std::vector<int64_t>{203, 36}), std::vector<int64_t>{36, 1});
+  CHECK_EQ(ContiguousStrides(std::vector<int64_t>{4, 3, 0}), std::vector<int64_t>{3, 1, 1});
+}
+
+TEST_CASE("EncodeStateDict refuses entries it cannot write") {
+  struct Case {
+    const char* name;
+    std::vector<StateDictEntry> entries;
+    Code code;
+  } cases[] = {
+      {"data names a later entry", {{"a", DType::kFloat32, {2}, 1}, {"b", DType::kFloat32, {2}, 1}},
+       Code::kInvalidArgument},
+      {"tie of another shape", {{"a", DType::kFloat32, {2}, 0}, {"b", DType::kFloat32, {1, 2}, 0}},
+       Code::kInvalidArgument},
+      {"tie of another dtype", {{"a", DType::kFloat32, {2}, 0}, {"b", DType::kInt32, {2}, 0}},
+       Code::kInvalidArgument},
+      {"tie of a tie",
+       {{"a", DType::kFloat32, {2}, 0}, {"b", DType::kFloat32, {2}, 0}, {"c", DType::kFloat32, {2}, 1}},
+       Code::kInvalidArgument},
+      {"negative size", {{"a", DType::kFloat32, {-1}, 0}}, Code::kInvalidArgument},
+      {"size overflow", {{"a", DType::kFloat32, {INT64_MAX, 4}, 0}}, Code::kInvalidArgument},
+      {"no typed storage class", {{"a", DType::kUInt16, {2}, 0}}, Code::kUnsupported},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    CHECK_EQ(EncodeStateDict(c.entries).status().code(), c.code);
+  }
+}
+
+TEST_CASE("EncodeStateDict of no entries is an empty OrderedDict") {
+  Result<StateDictPickle> p = EncodeStateDict({});
+  REQUIRE(p.ok());
+  // PROTO 2, GLOBAL collections OrderedDict, BINPUT 0, EMPTY_TUPLE, REDUCE, BINPUT 1, STOP
+  CHECK_EQ(Bytes(p->data_pkl), std::string_view("\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01.", 34));
+  CHECK(p->storages.empty());
+}
+
+}  // namespace
+}  // namespace zerofold::ops
