@@ -209,6 +209,15 @@ int RunShrink(const std::vector<std::string>& argv) {
       return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
   }
   if (!in_place && out == in && !to_stdout) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  if (options.verify) {
+    // --verify re-reads a torch file output and compares its tensors with the input's, bit for bit.
+    std::string why;
+    if (stream_in || io::IsStreamName(out)) why = "a stream ('-', .zst) cannot be re-read";
+    else if (args.Has("dtype")) why = "--dtype changes the tensors";
+    else if (args.Value("to").value_or("torch") != "torch") why = "it compares torch file output only";
+    else if (!env->IsDirectory(in) && OutputIsFolder(env, in, out)) why = "it compares one output file per input file";
+    if (!why.empty()) return UsageError("shrink", "--verify: " + why);
+  }
   if (int code = RunShrinkConversion(args, in, out, options, progress, quiet, as_json); code >= 0) return code;
 
   std::vector<ops::ShrinkReport> reports;

@@ -16,15 +16,22 @@ std::string StemOf(const std::string& path) {
   if (path == io::kStdioName) return "archive";
   size_t slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  size_t dot = base.find('.');
+  // The archive inside "X.zst" is X's.
+  if (io::IsZstdName(base)) base.resize(base.size() - io::kZstdSuffix.size());
+  // As torch.save names its top folder (inline_container.cc basename):
+  // the last extension goes, "model.v2.pt" -> "model.v2".
+  size_t dot = base.rfind('.');
   if (dot != std::string::npos && dot > 0) base = base.substr(0, dot);
   return base.empty() ? "archive" : base;
 }
 
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options) {
-  if (options.verify && io::IsStreamName(output))
-    return Status::InvalidArgument("--verify reads the output back as a file; '" + output + "' is a stream");
+  if (options.verify && !options.dry_run) {
+    if (options.dtype) return Status::InvalidArgument("--verify compares tensors bit for bit; --dtype changes them");
+    if (io::IsStreamName(output))
+      return Status::InvalidArgument("--verify reads the output back; a stream ('-', .zst) cannot be").WithPath(output);
+  }
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
   Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
   if (!read.ok()) return Status(read.status()).WithPath(input);
@@ -73,7 +80,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   report.output_file_bytes = sink->stored_bytes();
   if (options.verify) {
     // src still reads the input's bytes, also after an in-place rename.
-    Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);
+    Result<VerifyReport> v = VerifyWritten(env, *src, output, {options.read, options.buffer_bytes, options.select});
     if (!v.ok()) {
       if (output != input) env->RemoveFile(output).IgnoreError();
       return v.status();

@@ -24,9 +24,10 @@ struct ShrinkOptions {
   // Plan and report sizes; write nothing.
   bool dry_run = false;
   // After writing, read the output back and compare every tensor's xxh3-128
-  // with the input's (ops/verify.h). A mismatch is kCorrupt naming the
-  // tensor, and the output is removed unless it replaced the input in place.
-  // Needs a plain file on both sides: kInvalidArgument with "-" or ".zst".
+  // with the input's (ops/verify.h; with `select`, the input's subtree). A
+  // mismatch is kCorrupt naming the tensor, and the output is removed unless
+  // it replaced the input in place. kInvalidArgument with `dtype` (the
+  // tensors change) or a stream output (it cannot be re-read).
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;
@@ -87,9 +88,11 @@ Result<ShrinkReport> ShrinkStream(Env* env, const std::string& input, const std:
 Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::string& output,
                                     const ShrinkOptions& options);
 
-// The archive top folder for an output path: its file name without the
-// extension ("pytorch_model" for "a/pytorch_model.bin"); "archive" (what
-// torch.save names it for a file object) for "-", standard output.
+// The archive top folder for an output path, as torch.save names it: its
+// file name without the last extension ("pytorch_model" for
+// "a/pytorch_model.bin", "model.v2" for "model.v2.pt"); "archive" (what
+// torch.save names it for a file object) for "-", standard output, and
+// when nothing is left.
 std::string StemOf(const std::string& path);
 
 }  // namespace zerofold::ops

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/checked_math.h"
+#include "ops/select.h"
 
 namespace zerofold::ops {
 
@@ -153,9 +154,19 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                              " ends past 2^64")
           .WithRecord(tensor.name);
 
-    if (torch::ElementBits(tensor.dtype) < 8) {
+    if (const uint32_t bits = torch::ElementBits(tensor.dtype); bits < 8) {
       // Packed sub-byte elements (quint4x2, quint2x4): torch stores them
-      // contiguous, so the logical bytes are the extent's bytes.
+      // contiguous from a byte boundary, so the logical bytes are the
+      // extent's bytes (what torch's int_repr() holds). Other layouts would
+      // need bit shifting; torch writes none.
+      const std::vector<Dim> dims = CollapsedDims(tensor);
+      if (dims.size() != 1 || (dims[0].stride != 1 && dims[0].size != 1) ||
+          static_cast<uint64_t>(tensor.storage_offset) * bits % 8 != 0)
+        return Status::Unsupported("packed " + std::string(torch::Info(tensor.dtype).name) + " view of shape " +
+                                   torch::ShapeText(tensor.shape) + ", stride " + torch::ShapeText(tensor.stride) +
+                                   ", offset " + std::to_string(tensor.storage_offset) +
+                                   " is not contiguous from a byte boundary")
+            .WithRecord(tensor.name);
       Digester bytes(src, storage, 1, buffer, state.get());
       ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
       ZF_TRY(bytes.FlushStaging());
@@ -229,13 +240,14 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
 }
 
 Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
-                                   const torch::ReadOptions& read, size_t buffer_bytes) {
-  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, read);
+                                   const VerifyOptions& options) {
+  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, options.read);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
+  if (Status s = SelectSubtree(*in, options.select, options.read); !s.ok()) return s.WithPath(input.name());
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out_src, env->OpenRandom(output));
-  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, read);
+  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, options.read);
   if (!out.ok()) return Status(out.status()).WithPath(output);
-  std::vector<std::byte> buffer(std::max(buffer_bytes, kMinDigestBuffer));
+  std::vector<std::byte> buffer(std::max(options.buffer_bytes, kMinDigestBuffer));
   return VerifyTensors(input, *in, *out_src, *out, buffer);
 }
 

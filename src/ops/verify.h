@@ -42,6 +42,9 @@ constexpr size_t kMinDigestBuffer = 64;
 // The xxh3-128 of `tensor`'s logical bytes, read from `src`, the file
 // `ckpt` was read from. `buffer` is scratch space of at least
 // kMinDigestBuffer bytes; larger buffers mean fewer reads.
+// Packed sub-byte dtypes (quint4x2, quint2x4) hash the bytes holding their
+// elements, as torch's int_repr() holds them; kUnsupported (naming the
+// tensor) for a packed view that is not contiguous from a byte boundary.
 // Errors: kCorrupt naming the tensor (record) if its view leaves its storage
 // or its extent overflows; the source's errors (kIO, kCorrupt "truncated")
 // with the storage record; kInvalidArgument for a small buffer.
@@ -63,11 +66,19 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
                                    const RandomSource& b, const torch::Checkpoint& ckpt_b,
                                    std::span<std::byte> buffer);
 
+struct VerifyOptions {
+  torch::ReadOptions read;
+  size_t buffer_bytes = size_t{4} << 20;  // scratch for TensorDigest
+  // Compare the output with this subtree of the input (a KEYPATH, as
+  // ops/select.h takes it and shrink --select writes it); "" the whole input.
+  std::string select;
+};
+
 // Reads the torch file `output` through env and compares its tensors with
 // those of `input` (already open), as VerifyTensors. Used by shrink
 // --verify after the output is written.
 Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
-                                   const torch::ReadOptions& read, size_t buffer_bytes);
+                                   const VerifyOptions& options);
 
 }  // namespace zerofold::ops
 

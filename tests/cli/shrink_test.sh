@@ -46,6 +46,17 @@ run_z shrink --verify --dry-run "$views" b.pt
 expect "--verify with --dry-run" 2 "zerofold: shrink: --verify reads the output back; --dry-run writes none
 $hint
 "
+for combo in "- out.pt|a stream ('-', .zst) cannot be re-read" \
+             "$views out.pt.zst|a stream ('-', .zst) cannot be re-read" \
+             "--dtype bfloat16 $views out.pt|--dtype changes the tensors" \
+             "--to safetensors $views out.safetensors|it compares torch file output only" \
+             "$views outdir/|it compares one output file per input file"; do
+  read -r -a words <<<"${combo%%|*}"
+  run_z shrink --verify "${words[@]}" </dev/null
+  expect "--verify ${combo%%|*}" 2 "zerofold: shrink: --verify: ${combo#*|}
+$hint
+"
+done
 run_z frobnicate
 expect "unknown command" 2 "zerofold: unknown command 'frobnicate'
 zerofold: hint: run 'zerofold --help'
@@ -200,6 +211,9 @@ assert f["verified_tensors"] == 6 and f["verified_bytes"] == 264, f
 run_z shrink --force --verify "$views" out.pt
 expect "--verify" 0 ""
 [ "$(tail -n 1 "$OUT")" = "verified 6 tensors, 264 bytes" ] || fail "--verify: $(tail -n 1 "$OUT")"
+run_z shrink --force --verify --select optimizer/state "$F/torch/optimizer_state.pt" out.pt
+expect "--verify --select" 0 ""
+[ "$(tail -n 1 "$OUT")" = "verified 18 tensors, 688 bytes" ] || fail "--verify --select: $(tail -n 1 "$OUT")"
 run_z shrink --force --quiet "$views" out.pt
 expect "--quiet" 0 ""
 [ ! -s "$OUT" ] || fail "--quiet printed $(cat "$OUT")"

@@ -147,7 +147,9 @@ def plan_clusters(tensors):
         for (b, e), _, _ in spans:
             covered += max(0, e - max(b, end))
             end = max(end, e)
-        if covered == nbytes:
+        # No unreferenced byte (also: a zero-byte storage), or packed sub-byte elements,
+        # which cannot start a storage mid-byte: kept whole.
+        if covered == nbytes or any(oracle.element_bits(t) < 8 for _, _, t in spans):
             whole.add(key)
             continue
         mine = []
@@ -157,6 +159,7 @@ def plan_clusters(tensors):
                 mine[-1] = Cluster(key, last.begin, max(last.end, e), last.tensors + [t])
             else:
                 mine.append(Cluster(key, b, e, [t]))
+        # Cluster starts fall on a boundary every view's item size divides.
         align = [math.lcm(*[t.element_size() for t in c.tensors]) for c in mine]
         mine = [c._replace(begin=c.begin - c.begin % a) for c, a in zip(mine, align)]
         empties = [t for t in views if extent(t) is None]
@@ -389,11 +392,12 @@ def check_shrunk_file(tc, rel, src, out, summary, tmp):
             tc.assertEqual(same_in, same_out, f"{x} / {y}: one storage before {same_in}, after "
                                               f"{same_out}")
             if same_in and extent_of(ta[x]) and extent_of(ta[y]):
-                before = ta[x]["storage_offset"] * ta[x]["itemsize"] - \
-                    ta[y]["storage_offset"] * ta[y]["itemsize"]
-                after = tb[x]["storage_offset"] * tb[x]["itemsize"] - \
-                    tb[y]["storage_offset"] * tb[y]["itemsize"]
-                tc.assertEqual(before, after, f"{x} / {y}: relative byte offset")
+                # In bits, for packed sub-byte dtypes.
+                before = ta[x]["storage_offset"] * ta[x]["element_bits"] - \
+                    ta[y]["storage_offset"] * ta[y]["element_bits"]
+                after = tb[x]["storage_offset"] * tb[x]["element_bits"] - \
+                    tb[y]["storage_offset"] * tb[y]["element_bits"]
+                tc.assertEqual(before, after, f"{x} / {y}: relative offset")
 
     # Exactly sized storages; data/* records total the referenced bytes.
     for s in db["storages"]:
@@ -415,7 +419,7 @@ def check_shrunk_file(tc, rel, src, out, summary, tmp):
 
 
 def extent_of(t):
-    return oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["itemsize"])
+    return oracle.view_extent(t["shape"], t["stride"], t["storage_offset"], t["element_bits"])
 
 
 # ---------------------------------------------------------------------------------------

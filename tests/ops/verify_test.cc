@@ -183,6 +183,33 @@ TEST_CASE("TensorDigest errors name the tensor, the record, the path and the off
            Code::kInvalidArgument);
 }
 
+TEST_CASE("packed sub-byte tensors hash the bytes holding their elements") {
+  TestFile f = MakeFile();
+  io::MemSource src("t.pt", f.bytes);
+  std::vector<std::byte> buffer(64);
+  // 5 quint4x2 elements from element 4: bytes 2, 3 and 4 (half of byte 4).
+  torch::Tensor q = View("q", DType::kQUInt4x2, {5}, {1}, 4);
+  Result<Hash128> h = TensorDigest(src, f.ckpt, q, buffer);
+  REQUIRE(h.ok());
+  std::vector<std::byte> held(f.bytes.begin() + kDataOffset + 2, f.bytes.begin() + kDataOffset + 5);
+  CHECK_EQ(h->Hex(), Xxh3(held).Hex());
+  // 6 quint2x4 elements as a 2x3 matrix: bytes 0 and 1.
+  torch::Tensor m = View("m", DType::kQUInt2x4, {2, 3}, {3, 1}, 0);
+  std::vector<std::byte> two(f.bytes.begin() + kDataOffset, f.bytes.begin() + kDataOffset + 2);
+  CHECK_EQ(TensorDigest(src, f.ckpt, m, buffer).value().Hex(), Xxh3(two).Hex());
+  // Layouts torch never writes are refused, not guessed.
+  for (const torch::Tensor& t : {View("mid-byte", DType::kQUInt4x2, {4}, {1}, 1),
+                                 View("strided", DType::kQUInt4x2, {4}, {2}, 0),
+                                 View("transposed", DType::kQUInt2x4, {2, 3}, {1, 2}, 0)}) {
+    CAPTURE(t.name);
+    Status s = TensorDigest(src, f.ckpt, t, buffer).status();
+    CHECK_EQ(s.code(), Code::kUnsupported);
+    CHECK_EQ(s.record(), t.name);
+  }
+  CHECK_EQ(TensorDigest(src, f.ckpt, View("mid-byte", DType::kQUInt4x2, {4}, {1}, 1), buffer).status().message(),
+           "packed quint4x2 view of shape [4], stride [1], offset 1 is not contiguous from a byte boundary");
+}
+
 TEST_CASE("TensorDigest passes read errors up with the path and record") {
   TestFile f = MakeFile();
   io::MemEnv mem;
