@@ -273,7 +273,13 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       metadata.emplace_back(kTiedMetadataKey, std::move(text));
     }
     Result<safetensors::Layout> layout = safetensors::PlanFile(specs, metadata);
-    if (!layout.ok()) return Status(layout.status()).WithPath(path);
+    if (!layout.ok()) {
+      // What the format cannot hold (a name that is not UTF-8, a header over
+      // the reference's limit) is a property of the input, not a bad argument.
+      Status s = layout.status().code() == Code::kInvalidArgument ? Status::Unsupported(layout.status().message())
+                                                                   : layout.status();
+      return s.WithPath(path);
+    }
     report.files.push_back({path, layout->file_size, specs.size()});
     written_names.insert(name);
     if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec));
