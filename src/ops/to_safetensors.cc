@@ -66,6 +66,35 @@ Result<std::vector<std::string>> FolderInputs(Env* env, const std::string& folde
       .WithPath(folder);
 }
 
+// {"k": "v", ...} in the given order.
+Result<std::string> JsonObject(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  json::Writer w;
+  w.BeginObject();
+  for (const auto& [k, v] : pairs) {
+    w.Key(k);
+    w.String(v);
+  }
+  w.EndObject();
+  return w.Finish();
+}
+
+// Copies the files of an input folder that are neither `handled` nor
+// weights of either format (the output replaces those), nor hidden.
+Result<std::vector<std::string>> CopyOtherFiles(Env* env, const std::string& input, const std::string& output,
+                                                const std::set<std::string>& handled, size_t buffer_bytes) {
+  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
+  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::vector<std::string> copied;
+  for (const DirEntry& e : entries) {
+    if (e.is_dir || handled.count(e.name) || IsSavedWeightsName(e.name, ShardFormat::kSafetensors) ||
+        IsSavedWeightsName(e.name, ShardFormat::kTorch) || e.name.rfind(".", 0) == 0)
+      continue;
+    ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), buffer_bytes));
+    copied.push_back(e.name);
+  }
+  return copied;
+}
+
 // The items of every input, in input then checkpoint order; names that
 // --dedupe-tied drops go to `tied` as (dropped, kept) instead.
 Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& options, std::vector<Item>& items,
@@ -258,22 +287,21 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       if (folder && n > 1) weight_map.emplace_back(t.name, name);
     }
     safetensors::Metadata metadata = base;
-    json::Writer tied_json;
-    tied_json.BeginObject();
-    size_t tied_here = 0;
-    for (const auto& [dropped, kept] : tied)
-      if (in_file.count(item_of_name.at(kept))) {
-        tied_json.Key(dropped);
-        tied_json.String(kept);
-        ++tied_here;
-      }
-    tied_json.EndObject();
-    if (tied_here > 0) {
-      ZF_ASSIGN_OR_RETURN(std::string text, tied_json.Finish());
+    std::vector<std::pair<std::string, std::string>> tied_here;
+    for (const auto& pair : tied)
+      if (in_file.count(item_of_name.at(pair.second))) tied_here.push_back(pair);
+    if (!tied_here.empty()) {
+      ZF_ASSIGN_OR_RETURN(std::string text, JsonObject(tied_here));
       metadata.emplace_back(kTiedMetadataKey, std::move(text));
     }
     Result<safetensors::Layout> layout = safetensors::PlanFile(specs, metadata);
-    if (!layout.ok()) return Status(layout.status()).WithPath(path);
+    if (!layout.ok()) {
+      // What the format cannot hold (a name that is not UTF-8, a header over
+      // the reference's limit) is a property of the input, not a bad argument.
+      Status s = layout.status().code() == Code::kInvalidArgument ? Status::Unsupported(layout.status().message())
+                                                                   : layout.status();
+      return s.WithPath(path);
+    }
     report.files.push_back({path, layout->file_size, specs.size()});
     written_names.insert(name);
     if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec));
@@ -287,16 +315,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   }
   if (options.dry_run) return report;
   if (folder_input && input != output) {
-    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
-    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (const DirEntry& e : entries) {
-      // Weights of either format are not copied: the output replaces them.
-      if (e.is_dir || handled.count(e.name) || IsSavedWeightsName(e.name, ShardFormat::kSafetensors) ||
-          IsSavedWeightsName(e.name, ShardFormat::kTorch) || e.name.rfind(".", 0) == 0)
-        continue;
-      ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), options.buffer_bytes));
-      report.copied.push_back(e.name);
-    }
+    ZF_ASSIGN_OR_RETURN(report.copied, CopyOtherFiles(env, input, output, handled, options.buffer_bytes));
   }
   ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kSafetensors, written_names));
   return report;
