@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "ops/merge.h"
@@ -44,7 +45,7 @@ constexpr const char* kMergeHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kMergeFlags = {
+const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
     {"dtype", true, "dtype of every floating tensor (default float32)", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
@@ -60,7 +61,7 @@ const std::vector<FlagSpec> kMergeFlags = {
     {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes per read (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-};
+});
 
 std::string Base(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -253,6 +254,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (out == "-") return UsageError("merge", "OUT must be a file or folder name; merge does not write to stdout");
 
   ops::MergeOptions options;
+  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
     std::optional<torch::DType> d = torch::FromName(*v);

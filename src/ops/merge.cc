@@ -254,12 +254,23 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
   }
-  // Every file is complete: commit them, the index last.
+  // Every file is complete: commit them, the index last. Should a commit
+  // fail, the files committed before it are removed again, so no partial
+  // set of shards is left (a file replaced under --force stays replaced).
+  std::vector<std::string> committed;
+  auto roll_back = [&](Status failed) {
+    for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
+    return failed;
+  };
   for (size_t k = 0; k < sinks.size(); ++k) {
-    ZF_TRY(sinks[k]->Commit());
+    if (Status s = sinks[k]->Commit(); !s.ok()) return roll_back(s.WithPath(report.files[k].path));
+    committed.push_back(report.files[k].path);
     report.files[k].bytes = sinks[k]->position();
   }
-  if (!report.index.empty()) ZF_TRY(WriteSmallFile(env, index.path, model::FormatShardIndex(index)));
+  if (!report.index.empty()) {
+    if (Status s = WriteSmallFile(env, index.path, model::FormatShardIndex(index)); !s.ok())
+      return roll_back(s.WithPath(index.path));
+  }
   report.bytes_read = assembler.bytes_read();
 
   if (options.verify) {

@@ -12,8 +12,9 @@
 // Memory: O(buffer_bytes + metadata).
 //
 // Every output file goes through an AtomicFileSink; all of them are
-// committed only after the last one is complete (the index last), so a
-// failure leaves no new file behind.
+// committed only after the last one is complete (the index last), and when
+// a commit fails the files committed before it are removed, so a failure
+// leaves no new file behind. (Files replaced under `force` stay replaced.)
 #ifndef ZEROFOLD_OPS_MERGE_H_
 #define ZEROFOLD_OPS_MERGE_H_
 

@@ -56,7 +56,7 @@ struct Seen {
   torch::DType dtype;
   std::vector<int64_t> shape;
   std::string storage;
-  Digest128 digest;
+  Hash128 digest;
 };
 
 std::map<std::string, Seen> ReadTorch(const std::string& path) {
@@ -67,15 +67,11 @@ std::map<std::string, Seen> ReadTorch(const std::string& path) {
   REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
   std::map<std::string, Seen> out;
   for (const torch::Tensor& t : ckpt->tensors) {
-    const torch::Storage& s = ckpt->storages[t.storage];
-    std::vector<std::byte> bytes(t.nbytes());
     REQUIRE_EQ(t.stride, ContiguousStrides(t.shape));  // ours and ground truth's alike
-    REQUIRE(ReadExactAt(**src, s.data_offset + static_cast<uint64_t>(t.storage_offset) * torch::Info(t.dtype).itemsize,
-                        bytes)
-                .ok());
-    Xxh3Hasher h;
-    h.Update(bytes);
-    out[t.name] = Seen{t.dtype, t.shape, s.key, h.Digest()};
+    std::vector<std::byte> buffer(4096);
+    Result<Hash128> digest = TensorDigest(**src, *ckpt, t, buffer);
+    REQUIRE(digest.ok());
+    out[t.name] = Seen{t.dtype, t.shape, ckpt->storages[t.storage].key, *digest};
   }
   return out;
 }
