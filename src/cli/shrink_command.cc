@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "io/zstd_stream.h"
+#include "cli/shrink_convert.h"
 #include "ops/shrink.h"
 #include "zerofold/env.h"
 
@@ -36,10 +39,29 @@ constexpr const char* kShrinkHelp =
     "tokenizer) are copied. Inputs are never modified without --in-place, which\n"
     "replaces each file atomically, one at a time.\n"
     "\n"
+    "IN or OUT may be - (standard input or output) or a name ending in .zst\n"
+    "(zstd, decompressed or compressed on the fly; standard input is\n"
+    "decompressed when it starts with a zstd frame). Such input is read in one\n"
+    "forward pass, which works for archives laid out as torch.save writes them;\n"
+    "the output is the same bytes as from a file path. Binary output to a\n"
+    "terminal is refused.\n"
+    "Output (--to, --max-shard-size, --dtype, --select): OUT is a folder when IN\n"
+    "is one, OUT is an existing folder, or OUT ends with '/'. A folder gets\n"
+    "transformers' layout: pytorch_model.bin or model.safetensors, or past\n"
+    "--max-shard-size HF shards (pytorch_model-00001-of-0000N.bin,\n"
+    "model-00001-of-0000N.safetensors) and an index. safetensors output writes\n"
+    "every tensor contiguous under its name; tied names are all written unless\n"
+    "--dedupe-tied (dropped names recorded in __metadata__ \"zerofold.tied\");\n"
+    "plain non-tensor values go into __metadata__ as JSON text.\n"
+    "\n"
     "examples:\n"
     "  zerofold shrink ckpt/ small/                 # a sharded HF folder\n"
     "  zerofold shrink --dry-run model.bin x.bin    # show what would change\n"
     "  zerofold shrink --in-place ckpt/             # replace each shard\n"
+    "  curl -s URL | zerofold shrink - - > small.pt # a pipe, in one pass\n"
+    "  zerofold shrink model.pt small.pt.zst        # compress the output\n"
+    "  zerofold shrink --to safetensors ckpt/ st/   # HF folder as safetensors\n"
+    "  zerofold shrink --select module --dtype bfloat16 mp_rank_00_model_states.pt w.bin\n"
     "\n"
     "flags:\n";
 
@@ -54,15 +76,23 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"progress", false, "show a progress bar even when stderr is not a terminal"},
     {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
+    {"zstd-level", true, "compression level of .zst output, 1-19 (default 3)", "N"},
+    {"zstd-threads", true, "threads compressing .zst output besides the main one (default 0)", "N"},
+    {"zstd-window-log-max", true, "largest window of .zst input, as a power of two (default 27)", "N"},
+    {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
+    {"max-shard-size", true, "shard a folder OUT past this much tensor data (default 5GB)", "SIZE"},
+    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16, float16, float32", "DTYPE"},
+    {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
+    {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     {"help", false, "show this help"},
 });
 
-void PrintReport(const ops::ShrinkReport& r, bool dry_run) {
-  std::printf("%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
-              HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
-              r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
+void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
+  std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
+               HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
+               r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
   if (dry_run)
-    for (const std::string& c : r.changed_storages) std::printf("  storage %s\n", c.c_str());
+    for (const std::string& c : r.changed_storages) std::fprintf(out, "  storage %s\n", c.c_str());
   for (const std::string& g : r.unsafe_globals)
     PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
 }
@@ -133,6 +163,35 @@ int RunShrink(const std::vector<std::string>& argv) {
     if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");
     options.buffer_bytes = static_cast<size_t>(*n);
   }
+  struct IntFlag {
+    const char* name;
+    int low, high;
+    int* value;
+  };
+  for (const IntFlag& f : {IntFlag{"zstd-level", 1, 19, &options.zstd.level},
+                           IntFlag{"zstd-threads", 0, 256, &options.zstd.workers},
+                           IntFlag{"zstd-window-log-max", 10, 31, &options.zstd.window_log_max}}) {
+    auto v = args.Value(f.name);
+    if (!v) continue;
+    char* end = nullptr;
+    long n = std::strtol(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || n < f.low || n > f.high)
+      return UsageError("shrink", "--" + std::string(f.name) + " needs a number from " + std::to_string(f.low) +
+                                      " to " + std::to_string(f.high));
+    *f.value = static_cast<int>(n);
+  }
+  // "-" and .zst names are streams: no folders, no in-place, and standard
+  // output carries the archive, so reports go to stderr.
+  const bool stream_in = io::IsStreamName(in);
+  const bool to_stdout = out == io::kStdioName;
+  if (in_place && (stream_in || io::IsStreamName(out)))
+    return UsageError("shrink", "--in-place rewrites a file; '" + in + "' is a stream");
+  if (to_stdout && args.Has("json") && !options.dry_run)
+    return UsageError("shrink", "--json prints on standard output, which OUT - takes for the archive");
+  if (to_stdout && !options.dry_run && isatty(1))
+    return UsageError("shrink", "refusing to write binary data to a terminal; redirect standard output or name a file");
+  if (in == io::kStdioName && isatty(0))
+    return UsageError("shrink", "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
   const bool as_json = args.Has("json");
   bool show_progress = !quiet && !options.dry_run && isatty(2);
@@ -141,15 +200,23 @@ int RunShrink(const std::vector<std::string>& argv) {
   Progress progress(show_progress);
 
   Env* env = Env::Default();
-  if (!in_place && !options.dry_run && env->FileExists(out) && !args.Has("force")) {
-    if (!env->IsDirectory(out) || !env->IsDirectory(in))
+  if (!in_place && !options.dry_run && !to_stdout && env->FileExists(out) && !args.Has("force")) {
+    if (!env->IsDirectory(out) || !OutputIsFolder(env, in, out))
       return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
   }
-  if (!in_place && out == in) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  if (!in_place && out == in && !to_stdout) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  if (int code = RunShrinkConversion(args, in, out, options, progress, quiet, as_json); code >= 0) return code;
 
   std::vector<ops::ShrinkReport> reports;
   Status status;
-  if (env->IsDirectory(in)) {
+  if (stream_in) {
+    ops::ShrinkOptions o = options;
+    o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
+    Result<ops::ShrinkReport> r = ops::ShrinkStream(env, in, out, o);
+    if (r.ok()) reports.push_back(*r);
+    else status = r.status();
+  } else if (env->IsDirectory(in)) {
+    if (io::IsStreamName(out)) return UsageError("shrink", "IN is a folder, so OUT must be a folder, not '" + out + "'");
     Result<ops::FolderReport> r = ops::ShrinkFolder(env, in, out, [&] {
       ops::ShrinkOptions o = options;
       o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink", done, total); };
@@ -192,13 +259,14 @@ int RunShrink(const std::vector<std::string>& argv) {
     if (text.ok()) std::printf("%s\n", text->c_str());
   } else if (!quiet) {
     uint64_t before = 0, after = 0;
+    std::FILE* text_out = to_stdout ? stderr : stdout;
     for (const ops::ShrinkReport& r : reports) {
-      PrintReport(r, options.dry_run);
+      PrintReport(text_out, r, options.dry_run);
       before += r.input_file_bytes;
       after += r.output_file_bytes;
     }
     if (reports.size() > 1)
-      std::printf("total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
+      std::fprintf(text_out, "total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
     if (options.verify) {
       size_t tensors = 0;
       uint64_t bytes = 0;
@@ -206,7 +274,7 @@ int RunShrink(const std::vector<std::string>& argv) {
         tensors += r.verified_tensors;
         bytes += r.verified_bytes;
       }
-      std::printf("verified %zu tensors, %llu bytes\n", tensors, static_cast<unsigned long long>(bytes));
+      std::fprintf(text_out, "verified %zu tensors, %llu bytes\n", tensors, static_cast<unsigned long long>(bytes));
     }
   }
   return kExitOk;

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "ops/verify.h"
+#include "ops/cast.h"
+#include "ops/select.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
@@ -13,6 +15,7 @@
 namespace zerofold::ops {
 
 std::string StemOf(const std::string& path) {
+  if (path == io::kStdioName) return "archive";
   size_t slash = path.rfind('/');
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   size_t dot = base.find('.');
@@ -36,13 +39,18 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
   if (!read.ok()) return Status(read.status()).WithPath(input);
   torch::Checkpoint& ckpt = *read;
+  if (Status s = SelectSubtree(ckpt, options.select, options.read); !s.ok()) return s.WithPath(input);
 
   ShrinkReport report;
   report.input = input;
   report.output = output;
   report.input_file_bytes = src->size();
   report.tensors = ckpt.tensors.size();
-  for (const torch::Tensor& t : ckpt.tensors) report.tensor_nbytes.emplace_back(t.name, t.nbytes());
+  for (const torch::Tensor& t : ckpt.tensors) {
+    Result<torch::DType> out = OutputDType(t.dtype, options.dtype);
+    if (!out.ok()) return Status(out.status()).WithRecord(t.name).WithPath(input);
+    report.tensor_nbytes.emplace_back(t.name, OutputNbytes(t, *out));
+  }
   report.storages_before = ckpt.storages.size();
   if (!ckpt.unsafe_globals.empty()) {
     if (!options.keep_unsafe)
@@ -67,8 +75,9 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
             .WithPath(input);
   }
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
+  Result<std::vector<StorageCast>> casts = PlanStorageCasts(ckpt, plan, options.dtype);
+  if (!casts.ok()) return Status(casts.status()).WithPath(input);
   report.stored_before = plan.bytes_before;
-  report.stored_after = plan.bytes_after;
   report.storages_after = plan.storages.size();
   for (uint32_t s : plan.changed_storages) {
     std::vector<std::string> parts;
@@ -80,13 +89,16 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
 
   std::vector<torch::NewStorage> new_storages;
   std::vector<torch::StorageRecord> records;
-  for (const plan::OutputStorage& o : plan.storages) {
-    new_storages.push_back({o.key, o.nbytes(), o.input_storage});
-    records.push_back({o.key, o.nbytes()});
+  for (size_t i = 0; i < plan.storages.size(); ++i) {
+    const plan::OutputStorage& o = plan.storages[i];
+    const StorageCast& c = (*casts)[i];
+    new_storages.push_back({o.key, c.out_nbytes, o.input_storage});
+    records.push_back({o.key, c.out_nbytes});
+    report.stored_after += c.out_nbytes;
   }
   std::vector<torch::NewPlacement> placements;
   for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements));
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(*casts)));
   Result<std::vector<std::byte>> pkl = pickle::Encode(ckpt.graph, ckpt.root);
   if (!pkl.ok()) return Status(pkl.status()).WithPath(input);
 
@@ -107,29 +119,25 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   report.output_file_bytes = torch::TorchArchiveSize(contents);
   if (options.dry_run) return report;
 
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(output));
-  std::vector<std::byte> buffer(std::max<size_t>(options.buffer_bytes, 4096));
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
+  CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
   uint64_t done = 0;
-  const uint64_t total = plan.bytes_after;
+  const uint64_t total = report.stored_after;
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const plan::OutputStorage& o = plan.storages[index];
     const torch::Storage& in = ckpt.storages[o.input_storage];
-    uint64_t pos = o.begin;
-    while (pos < o.end) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), o.end - pos));
-      Status s = ReadExactAt(*src, in.data_offset + pos, std::span<std::byte>(buffer.data(), n));
-      if (!s.ok()) return s.WithRecord(in.record).WithPath(input);
-      ZF_TRY(emit(std::span<const std::byte>(buffer.data(), n)));
-      pos += n;
-      done += n;
-      if (options.progress) options.progress(done, total);
-    }
-    return Status::OK();
+    return copier.Copy(*src, in.data_offset + o.begin, o.nbytes(), (*casts)[index], in.record,
+                       [&](std::span<const std::byte> bytes) -> Status {
+                         ZF_TRY(emit(bytes));
+                         done += bytes.size();
+                         if (options.progress) options.progress(done, total);
+                         return Status::OK();
+                       });
   };
-  Status written = torch::WriteTorchArchive(contents, fill, sink.get());
+  Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
   if (!written.ok()) return written.WithPath(output);
   ZF_TRY(sink->Commit());
-  report.output_file_bytes = sink->position();
+  report.output_file_bytes = sink->stored_bytes();
   if (options.verify) {
     // src still reads the input's bytes, also after an in-place rename.
     Result<VerifyReport> v = VerifyWritten(env, *src, output, options.read, options.buffer_bytes);

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "io/zstd_stream.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -27,8 +29,14 @@ struct ShrinkOptions {
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;
+  // Cast floating tensors to this dtype (ops/cast.h); nullopt keeps dtypes.
+  std::optional<torch::DType> dtype;
+  // Write only the subtree at this key path (ops/select.h); "" writes all.
+  std::string select;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Compression of ".zst" outputs and limits for ".zst" inputs.
+  io::ZstdOptions zstd;
 };
 
 struct ShrinkReport {
@@ -54,12 +62,33 @@ struct ShrinkReport {
 // Shrinks the torch file `input` into `output` (a torch zip archive), which
 // may be the same path: the output is written to a temp file in its folder
 // and renamed over the target only when complete, so a failure at any point
-// leaves the target as it was. Errors carry the path, record and offset.
+// leaves the target as it was. `output` "-" is standard output and "X.zst"
+// is compressed (io::OpenNamedOutput). Errors carry the path, record and
+// offset.
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options);
 
+// Shrinks in one forward pass (ops/shrink_stream.cc): `input` is read as
+// io::OpenNamedInput opens it ("-" standard input, "X.zst" decompressed),
+// `output` written as io::OpenNamedOutput opens it. For archives laid out as
+// torch writes them (torch/stream_checkpoint.h) the output is byte for byte
+// ShrinkFile's for the same input. kUnsupported, naming the record, for
+// inputs a single pass cannot rewrite: a storage record before data.pkl, or
+// storages in an order other than their output keys'. Offsets in .zst input
+// count decompressed bytes, and messages say so. What reached standard
+// output before an error stays written; a file output is left untouched.
+Result<ShrinkReport> ShrinkStream(Env* env, const std::string& input, const std::string& output,
+                                  const ShrinkOptions& options);
+
+// ShrinkStream from a source to a sink (nullptr for a dry run). `output` is
+// the output's name: the report's, and the top folder of legacy input's
+// output (StemOf).
+Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::string& output,
+                                    const ShrinkOptions& options);
+
 // The archive top folder for an output path: its file name without the
-// extension ("pytorch_model" for "a/pytorch_model.bin").
+// extension ("pytorch_model" for "a/pytorch_model.bin"); "archive" (what
+// torch.save names it for a file object) for "-", standard output.
 std::string StemOf(const std::string& path);
 
 }  // namespace zerofold::ops
@@ -83,6 +112,12 @@ struct FolderReport {
 // name); every other regular file is copied (not for in-place).
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options);
+
+// Copies a file to `to` atomically (temp file, fsync, rename), through a
+// buffer of at most buffer_bytes.
+Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes);
+// Writes `text` to `path` atomically.
+Status WriteSmallFile(Env* env, const std::string& path, const std::string& text);
 
 }  // namespace zerofold::ops
 #endif  // ZEROFOLD_OPS_SHRINK_H_

@@ -8,8 +8,6 @@
 
 namespace zerofold::ops {
 
-namespace {
-
 Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes) {
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(from));
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(to));
@@ -28,8 +26,6 @@ Status WriteSmallFile(Env* env, const std::string& path, const std::string& text
   ZF_TRY(sink->Append(std::as_bytes(std::span<const char>(text.data(), text.size()))));
   return sink->Commit();
 }
-
-}  // namespace
 
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options) {

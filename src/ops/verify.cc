@@ -153,6 +153,15 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                              " ends past 2^64")
           .WithRecord(tensor.name);
 
+    if (torch::ElementBits(tensor.dtype) < 8) {
+      // Packed sub-byte elements (quint4x2, quint2x4): torch stores them
+      // contiguous, so the logical bytes are the extent's bytes.
+      Digester bytes(src, storage, 1, buffer, state.get());
+      ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
+      ZF_TRY(bytes.FlushStaging());
+      XXH128_hash_t packed = XXH3_128bits_digest(state.get());
+      return Hash128{packed.low64, packed.high64};
+    }
     const std::vector<Dim> dims = CollapsedDims(tensor);
     const Dim inner = dims.back();
     const size_t outer_dims = dims.size() - 1;

@@ -29,6 +29,14 @@ std::vector<size_t> StorageWriteOrder(std::span<const StorageRecord> storages) {
 }
 
 Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, Sink* sink) {
+  LateExtras extras = [&]() -> Result<std::vector<ExtraRecord>> {
+    return std::vector<ExtraRecord>(c.extras.begin(), c.extras.end());
+  };
+  return WriteTorchArchive(c, fill, extras, sink);
+}
+
+Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, const LateExtras& late_extras,
+                         Sink* sink) {
   std::vector<size_t> order = StorageWriteOrder(c.storages);
   for (size_t i = 1; i < order.size(); ++i)
     if (c.storages[order[i]].key == c.storages[order[i - 1]].key)
@@ -56,8 +64,9 @@ Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, Sink
                               std::to_string(rec.nbytes) + " bytes");
     ZF_TRY(zip.EndEntry());
   }
-  for (const ExtraRecord& e : c.extras) ZF_TRY(zip.AddEntry(prefix + e.name, e.bytes));
-  if (!HasVersion(c.extras)) {
+  ZF_ASSIGN_OR_RETURN(const std::vector<ExtraRecord> extras, late_extras());
+  for (const ExtraRecord& e : extras) ZF_TRY(zip.AddEntry(prefix + e.name, e.bytes));
+  if (!HasVersion(extras)) {
     std::string_view v = kDefaultVersion;
     ZF_TRY(zip.AddEntry(prefix + kVersionRecord, std::as_bytes(std::span<const char>(v.data(), v.size()))));
   }

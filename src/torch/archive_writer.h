@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "zerofold/env.h"
+#include "zerofold/result.h"
 
 namespace zerofold::torch {
 
@@ -44,6 +45,16 @@ struct ArchiveContents {
 // string order of the keys. kInternal if a filler emits a different number
 // of bytes than declared; kInvalidArgument for duplicate keys.
 Status WriteTorchArchive(const ArchiveContents& contents, const FillStorage& fill, Sink* sink);
+
+// Produces the records written after the storages; called once, after the
+// last FillStorage call. Its error is returned by WriteTorchArchive.
+using LateExtras = std::function<Result<std::vector<ExtraRecord>>()>;
+
+// As above, but the records after the storages come from `extras` instead of
+// contents.extras (ignored): for an input read in one pass, whose other
+// records follow its storages.
+Status WriteTorchArchive(const ArchiveContents& contents, const FillStorage& fill, const LateExtras& extras,
+                         Sink* sink);
 
 // The order WriteTorchArchive writes storages in: indexes sorted by key.
 std::vector<size_t> StorageWriteOrder(std::span<const StorageRecord> storages);

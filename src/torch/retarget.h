@@ -6,6 +6,7 @@
 #define ZEROFOLD_TORCH_RETARGET_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -30,9 +31,16 @@ struct NewPlacement {
 // is left untouched (zip input); legacy pids (six items) are always rebuilt
 // as the zip format's five. Each new storage gets one key string node, shared
 // by its pids as torch.save shares them. kInvalidArgument if a storage's size
-// is not a whole number of its class's elements.
+// is not a whole number of its class's elements, or a cast dtype has no
+// storage class.
+//
+// `casts` is empty or parallel to `storages`: a dtype there says the
+// storage's bytes were cast to it (torch/cast.h), so its typed pids get that
+// dtype's storage class, and _rebuild_tensor_v3's dtype argument (views of
+// an UntypedStorage) becomes it.
 Status RetargetTensors(Checkpoint& ckpt, std::span<const NewStorage> storages,
-                       std::span<const NewPlacement> placements);
+                       std::span<const NewPlacement> placements,
+                       std::span<const std::optional<DType>> casts = {});
 
 }  // namespace zerofold::torch
 

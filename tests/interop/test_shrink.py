@@ -121,7 +121,7 @@ def storage_key(t):
 def extent(t):
     """Byte extent of a view, None for an empty tensor."""
     return oracle.view_extent(list(t.shape), list(t.stride()), t.storage_offset(),
-                              t.element_size())
+                              oracle.element_bits(t))
 
 
 # ---------------------------------------------------------------------------------------
@@ -347,8 +347,9 @@ def check_shrunk_file(tc, rel, src, out, summary, tmp):
     # --verify compared every tensor.
     tc.assertTrue(summary.get("verified_tensors") is not None, summary)
     tc.assertEqual(summary["verified_tensors"], len(da["tensors"]))
+    # Logical bytes: numel x itemsize, or the bytes holding packed sub-byte elements.
     tc.assertEqual(summary["verified_bytes"],
-                   sum(math.prod(t["shape"]) * t["itemsize"] for t in da["tensors"]))
+                   sum(oracle.packed_bytes(math.prod(t["shape"]), t["element_bits"]) for t in da["tensors"]))
 
     # Storage sharing: tensors in one input cluster share an output storage, at the same
     # relative byte offsets; tensors of different clusters (of a trimmed storage) do not.

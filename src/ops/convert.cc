@@ -1,0 +1,76 @@
+#include "ops/convert.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "model/hf_folder.h"
+#include "ops/select.h"
+#include "ops/shrink.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+// "model-00001-of-00003.safetensors": stem, "-", 5+ digits, "-of-", 5+ digits, extension.
+bool IsShardName(const std::string& name, ShardFormat format) {
+  const std::string single = SingleFileName(format);
+  const size_t dot = single.find('.');
+  const std::string stem = single.substr(0, dot), ext = single.substr(dot);
+  if (name.size() <= stem.size() + ext.size() || name.rfind(stem + "-", 0) != 0 ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+    return false;
+  const std::string middle = name.substr(stem.size() + 1, name.size() - stem.size() - 1 - ext.size());
+  const size_t of = middle.find("-of-");
+  if (of == std::string::npos) return false;
+  auto digits = [](const std::string& s) {
+    return s.size() >= 5 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  return digits(middle.substr(0, of)) && digits(middle.substr(of + 4));
+}
+
+}  // namespace
+
+bool IsSavedWeightsName(const std::string& name, ShardFormat format) {
+  return name == SingleFileName(format) || name == IndexFileName(format) || IsShardName(name, format);
+}
+
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options) {
+  Input in;
+  in.path = path;
+  ZF_ASSIGN_OR_RETURN(in.src, env->OpenRandom(path));
+  Result<torch::Checkpoint> read = torch::ReadCheckpoint(*in.src, options.read);
+  if (!read.ok()) return Status(read.status()).WithPath(path);
+  in.ckpt = std::move(*read);
+  if (in.ckpt.big_endian)
+    return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(path);
+  if (Status s = SelectSubtree(in.ckpt, options.select, options.read); !s.ok()) return s.WithPath(path);
+  return in;
+}
+
+Status WriteIndex(Env* env, const std::string& path, uint64_t total_size,
+                  std::vector<std::pair<std::string, std::string>> weight_map) {
+  std::sort(weight_map.begin(), weight_map.end());  // sort_keys=True; bytewise is code point order in UTF-8
+  model::ShardIndex index;
+  index.path = path;
+  index.total_size = total_size;
+  index.weight_map = std::move(weight_map);
+  return WriteSmallFile(env, path, model::FormatShardIndex(index));
+}
+
+Result<std::vector<std::string>> RemoveStaleShards(Env* env, const std::string& folder, ShardFormat format,
+                                                   const std::set<std::string>& keep) {
+  std::vector<std::string> removed;
+  if (!env->IsDirectory(folder)) return removed;
+  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(folder));
+  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  for (const DirEntry& e : entries) {
+    if (e.is_dir || keep.count(e.name)) continue;
+    if (IsSavedWeightsName(e.name, format)) {
+      ZF_TRY(env->RemoveFile(model::JoinPath(folder, e.name)));
+      removed.push_back(e.name);
+    }
+  }
+  return removed;
+}
+
+}  // namespace zerofold::ops

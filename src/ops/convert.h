@@ -1,0 +1,98 @@
+// Output other than one torch file per input file: safetensors
+// (ops/to_safetensors.h) and a torch file split into Hugging Face shards
+// (ops/torch_shards.h). What both share: options, the report, reading an
+// input, and the transformers folder layout (index, stale shards).
+#ifndef ZEROFOLD_OPS_CONVERT_H_
+#define ZEROFOLD_OPS_CONVERT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/sharding.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+// transformers' default max_shard_size, "5GB".
+constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
+
+struct ConvertOptions {
+  torch::ReadOptions read;
+  // Cast floating tensors to this dtype (ops/cast.h); nullopt keeps dtypes.
+  std::optional<torch::DType> dtype;
+  // Write only the subtree at this key path (ops/select.h); "" writes all.
+  std::string select;
+  // OUT is a folder, written in transformers' layout: one file named
+  // SingleFileName, or shards of at most max_shard_bytes of tensor data
+  // (ShardFileName) and an index. Otherwise OUT is the one output file.
+  bool folder = false;
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+  // safetensors: write each group of identical aliases once and record the
+  // dropped names in __metadata__ (kTiedMetadataKey).
+  bool dedupe_tied = false;
+  // torch output: carry unsafe globals through (never run) instead of kUnsafe.
+  bool keep_unsafe = false;
+  // Plan and report sizes; write nothing.
+  bool dry_run = false;
+  // Bytes per read and per gather buffer; memory is O(buffer_bytes + pickles).
+  size_t buffer_bytes = size_t{4} << 20;
+  // Called with tensor bytes written so far and the total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct OutputFile {
+  std::string path;
+  uint64_t bytes = 0;   // exact file size, also for dry runs
+  size_t tensors = 0;   // names written into it
+};
+
+struct ConvertReport {
+  std::vector<std::string> inputs;
+  uint64_t input_bytes = 0;
+  std::vector<OutputFile> files;
+  std::string index;          // the index file written ("" when none)
+  uint64_t total_size = 0;    // tensor bytes of every name written (the index's total_size)
+  std::vector<std::string> copied;    // other files copied from an input folder
+  std::vector<std::string> removed;   // stale shards of an earlier save removed from OUT
+  std::vector<std::pair<std::string, std::string>> warnings;  // (path, message), for stderr
+};
+
+// A torch checkpoint read for conversion, with its source kept open.
+struct Input {
+  std::string path;
+  std::unique_ptr<RandomSource> src;
+  torch::Checkpoint ckpt;
+};
+
+// Opens and reads `path`, then applies options.select. kUnsupported for
+// big-endian data. Errors carry the path.
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options);
+
+// Writes transformers' index (`json.dumps(index, indent=2, sort_keys=True)`:
+// metadata.total_size, then weight_map sorted by name) to `path`.
+Status WriteIndex(Env* env, const std::string& path, uint64_t total_size,
+                  std::vector<std::pair<std::string, std::string>> weight_map);
+
+// True for the names a save of `format` writes: SingleFileName,
+// IndexFileName, and ShardFileName's pattern (5 or more digits each).
+bool IsSavedWeightsName(const std::string& name, ShardFormat format);
+
+// Removes files of `folder` that an earlier save of `format` left and the
+// new output does not overwrite: the single file, shards named like
+// ShardFileName and the index, except the names in `keep`. Returns the
+// names removed. Like transformers' save_pretrained, so a folder never
+// mixes two saves.
+Result<std::vector<std::string>> RemoveStaleShards(Env* env, const std::string& folder, ShardFormat format,
+                                                   const std::set<std::string>& keep);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_CONVERT_H_

@@ -1,0 +1,305 @@
+#include "ops/to_safetensors.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "json/writer.h"
+#include "model/hf_folder.h"
+#include "ops/cast.h"
+#include "ops/gather.h"
+#include "ops/plain_values.h"
+#include "ops/shrink.h"
+#include "safetensors/writer.h"
+#include "torch/cast.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+// One name to write.
+struct Item {
+  uint32_t input = 0;
+  uint32_t tensor = 0;      // index into the input's tensors
+  torch::DType out = torch::DType::kUInt8;
+  safetensors::Dtype code = safetensors::Dtype::U8;
+  uint64_t nbytes = 0;      // bytes in the file
+  uint32_t group = 0;       // tie group, numbered across inputs
+};
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+bool SameView(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.storage == b.storage && a.storage_offset == b.storage_offset && a.shape == b.shape &&
+         a.stride == b.stride && a.dtype == b.dtype;
+}
+
+// The torch checkpoints of a folder: the shards of its torch index, or its
+// pytorch_model.bin. `handled` gets the names that are not copied.
+Result<std::vector<std::string>> FolderInputs(Env* env, const std::string& folder, std::set<std::string>& handled) {
+  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, folder));
+  std::vector<std::string> paths;
+  for (const model::ShardIndex& index : files.indexes) {
+    if (index.path != model::JoinPath(folder, model::kTorchIndexName)) continue;
+    handled.insert(model::kTorchIndexName);
+    for (const std::string& shard : index.Shards()) {
+      paths.push_back(model::JoinPath(folder, shard));
+      handled.insert(shard);
+    }
+    return paths;
+  }
+  if (env->FileExists(model::JoinPath(folder, model::kTorchSingleName))) {
+    handled.insert(model::kTorchSingleName);
+    paths.push_back(model::JoinPath(folder, model::kTorchSingleName));
+    return paths;
+  }
+  return Status::Unsupported(std::string("this folder holds no ") + model::kTorchIndexName + " or " +
+                             model::kTorchSingleName + "; --to safetensors converts torch checkpoints")
+      .WithPath(folder);
+}
+
+// The items of every input, in input then checkpoint order; names that
+// --dedupe-tied drops go to `tied` as (dropped, kept) instead.
+Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& options, std::vector<Item>& items,
+                    std::vector<std::pair<std::string, std::string>>& tied) {
+  std::unordered_map<std::string, uint32_t> owner;  // name -> input
+  uint32_t group_base = 0;
+  for (uint32_t i = 0; i < inputs.size(); ++i) {
+    const torch::Checkpoint& ckpt = inputs[i].ckpt;
+    Result<TieGroups> groups = FindTieGroups(ckpt);
+    if (!groups.ok()) return Status(groups.status()).WithPath(inputs[i].path);
+    std::vector<std::vector<uint32_t>> kept(groups->members.size());  // per group: tensors written
+    for (uint32_t t = 0; t < ckpt.tensors.size(); ++t) {
+      const torch::Tensor& tensor = ckpt.tensors[t];
+      auto [it, fresh] = owner.emplace(tensor.name, i);
+      if (!fresh)
+        return Status::InvalidArgument("tensor \"" + tensor.name + "\" is in both " + inputs[it->second].path +
+                                       " and " + inputs[i].path)
+            .WithPath(inputs[i].path);
+      const uint32_t g = groups->group_of[t];
+      if (options.dedupe_tied) {
+        auto same = std::find_if(kept[g].begin(), kept[g].end(),
+                                 [&](uint32_t k) { return SameView(ckpt.tensors[k], tensor); });
+        if (same != kept[g].end()) {
+          tied.emplace_back(tensor.name, ckpt.tensors[*same].name);
+          continue;
+        }
+      }
+      kept[g].push_back(t);
+      Status bad;
+      Result<torch::DType> out = OutputDType(tensor.dtype, options.dtype);
+      if (!out.ok()) bad = out.status();
+      std::optional<safetensors::Dtype> code;
+      if (bad.ok() && !tensor.quantized) code = safetensors::FromTorch(*out);
+      if (bad.ok() && !code)
+        bad = Status::Unsupported(std::string(tensor.quantized ? "quantized " : "") +
+                                  std::string(torch::Info(*out).name) + " tensors have no safetensors dtype");
+      if (!bad.ok()) return bad.WithRecord(tensor.name).WithPath(inputs[i].path);
+      items.push_back({i, t, *out, *code, OutputNbytes(tensor, *out), group_base + g});
+    }
+    group_base += static_cast<uint32_t>(groups->members.size());
+  }
+  return Status::OK();
+}
+
+// __metadata__ shared by every file: the format, then plain values.
+safetensors::Metadata BaseMetadata(const std::vector<Input>& inputs, ConvertReport& report) {
+  safetensors::Metadata metadata = {{kFormatMetadataKey, kFormatMetadataValue}};
+  std::set<std::string> taken = {kFormatMetadataKey, kTiedMetadataKey};
+  for (const Input& in : inputs) {
+    PlainValues values = CollectPlainValues(in.ckpt);
+    for (auto& [key, text] : values.entries) {
+      if (taken.insert(key).second) {
+        metadata.emplace_back(key, std::move(text));
+      } else {
+        report.warnings.emplace_back(in.path, "value \"" + key + "\" not written: __metadata__ has that key already");
+      }
+    }
+    for (const std::string& path : values.skipped)
+      report.warnings.emplace_back(in.path, "value \"" + path + "\" not written: not plain data (safetensors keeps "
+                                            "tensors, and plain values in __metadata__)");
+  }
+  return metadata;
+}
+
+// Writes one planned file: each tensor gathered (and cast) from its input.
+class FileWriter {
+ public:
+  FileWriter(const std::vector<Input>& inputs, const ConvertOptions& options, uint64_t total)
+      : inputs_(inputs), options_(options), gatherer_(options.buffer_bytes),
+        cast_(std::max<size_t>(options.buffer_bytes, 64) * 4), total_(total) {}
+
+  Status Write(Env* env, const std::string& path, const safetensors::Layout& layout,
+               const std::vector<const Item*>& by_spec) {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+    safetensors::StreamWriter writer(layout, *sink);
+    Status s = writer.WriteHeader();
+    for (size_t i = 0; s.ok() && i < layout.tensors.size(); ++i)
+      s = WriteTensor(writer, layout.tensors[i], *by_spec[layout.tensors[i].input_index]);
+    if (s.ok()) s = writer.Finish();
+    if (s.ok()) s = sink->Commit();
+    if (!s.ok()) return s.WithPath(path);
+    return Status::OK();
+  }
+
+ private:
+  Status WriteTensor(safetensors::StreamWriter& writer, const safetensors::PlannedTensor& planned, const Item& item) {
+    const Input& in = inputs_[item.input];
+    const torch::Tensor& t = in.ckpt.tensors[item.tensor];
+    const torch::Storage& storage = in.ckpt.storages[t.storage];
+    ZF_TRY(writer.BeginTensor(planned.name));
+    const bool cast = t.dtype != item.out;
+    const torch::NanRule nan = torch::TorchNanRule(t.shape, t.stride);
+    uint64_t element = 0;  // C-order index of the chunk's first element
+    const size_t in_item = torch::Info(t.dtype).itemsize, out_item = torch::Info(item.out).itemsize;
+    Status write_error;  // the output's, kept apart from read errors
+    Status read = gatherer_.Gather(*in.src, storage.data_offset, t, [&](std::span<const std::byte> chunk) -> Status {
+      std::span<const std::byte> bytes = chunk;
+      if (cast) {
+        std::span<std::byte> out(cast_.data(), chunk.size() / in_item * out_item);
+        ZF_TRY(torch::CastElements(t.dtype, item.out, chunk, out, nan, element));
+        element += chunk.size() / in_item;
+        bytes = out;
+      }
+      write_error = writer.Append(bytes);
+      if (!write_error.ok()) return write_error;
+      done_ += bytes.size();
+      if (options_.progress) options_.progress(done_, total_);
+      return Status::OK();
+    });
+    if (!write_error.ok()) return write_error;
+    if (!read.ok()) return read.WithRecord(storage.record).WithPath(in.path);
+    return Status::OK();
+  }
+
+  const std::vector<Input>& inputs_;
+  const ConvertOptions& options_;
+  Gatherer gatherer_;
+  std::vector<std::byte> cast_;  // cast output of one gather chunk (at most 4x its size)
+  uint64_t done_ = 0;
+  uint64_t total_ = 0;
+};
+
+}  // namespace
+
+Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, const std::string& output,
+                                           const ConvertOptions& options) {
+  ConvertReport report;
+  const bool folder_input = env->IsDirectory(input);
+  std::set<std::string> handled;  // files of an input folder that are not copied
+  std::vector<std::string> paths = {input};
+  if (folder_input) {
+    if (!options.select.empty())
+      return Status::InvalidArgument("--select takes one checkpoint file, not a folder").WithPath(input);
+    ZF_ASSIGN_OR_RETURN(paths, FolderInputs(env, input, handled));
+  }
+  const bool folder = options.folder || folder_input;
+
+  std::vector<Input> inputs;
+  for (const std::string& p : paths) {
+    ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options));
+    report.inputs.push_back(p);
+    report.input_bytes += in.src->size();
+    if (!in.ckpt.unsafe_globals.empty())
+      report.warnings.emplace_back(p, "pickle references globals that would run code: " +
+                                          Join(in.ckpt.unsafe_globals) + "; only tensors and plain values are written");
+    inputs.push_back(std::move(in));
+  }
+
+  std::vector<Item> items;
+  std::vector<std::pair<std::string, std::string>> tied;
+  ZF_TRY(CollectItems(inputs, options, items, tied));
+  ShardPlan plan;
+  if (folder) {
+    std::vector<ShardItem> sizes;
+    for (const Item& it : items) sizes.push_back({it.nbytes, it.group});
+    plan = PlanShards(sizes, options.max_shard_bytes);
+  }
+  if (plan.shards.empty()) {  // one file, also for a checkpoint without tensors
+    plan.shards.assign(1, {});
+    for (uint32_t i = 0; i < items.size(); ++i) plan.shards[0].push_back(i);
+  }
+  const size_t n = plan.shards.size();
+  const safetensors::Metadata base = BaseMetadata(inputs, report);
+  std::unordered_map<std::string, uint32_t> item_of_name;
+  for (uint32_t i = 0; i < items.size(); ++i)
+    item_of_name[inputs[items[i].input].ckpt.tensors[items[i].tensor].name] = i;
+
+  uint64_t total = 0;
+  for (const Item& it : items) total += it.nbytes;
+  report.total_size = total;
+  FileWriter writer(inputs, options, total);
+  if (folder && !options.dry_run) ZF_TRY(env->CreateDirs(output));
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::set<std::string> written_names;
+  for (size_t k = 0; k < n; ++k) {
+    const std::string name = !folder ? std::string()
+                             : n == 1 ? SingleFileName(ShardFormat::kSafetensors)
+                                      : ShardFileName(ShardFormat::kSafetensors, k + 1, n);
+    const std::string path = folder ? model::JoinPath(output, name) : output;
+    std::vector<safetensors::TensorSpec> specs;
+    std::vector<const Item*> by_spec;
+    std::set<uint32_t> in_file;
+    for (uint32_t i : plan.shards[k]) {
+      const Item& it = items[i];
+      const torch::Tensor& t = inputs[it.input].ckpt.tensors[it.tensor];
+      std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
+      specs.push_back({t.name, it.code, std::move(shape), it.nbytes});
+      by_spec.push_back(&it);
+      in_file.insert(i);
+      if (folder && n > 1) weight_map.emplace_back(t.name, name);
+    }
+    safetensors::Metadata metadata = base;
+    json::Writer tied_json;
+    tied_json.BeginObject();
+    size_t tied_here = 0;
+    for (const auto& [dropped, kept] : tied)
+      if (in_file.count(item_of_name.at(kept))) {
+        tied_json.Key(dropped);
+        tied_json.String(kept);
+        ++tied_here;
+      }
+    tied_json.EndObject();
+    if (tied_here > 0) {
+      ZF_ASSIGN_OR_RETURN(std::string text, tied_json.Finish());
+      metadata.emplace_back(kTiedMetadataKey, std::move(text));
+    }
+    Result<safetensors::Layout> layout = safetensors::PlanFile(specs, metadata);
+    if (!layout.ok()) return Status(layout.status()).WithPath(path);
+    report.files.push_back({path, layout->file_size, specs.size()});
+    written_names.insert(name);
+    if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec));
+  }
+  if (!folder) return report;
+
+  if (n > 1) {
+    report.index = model::JoinPath(output, IndexFileName(ShardFormat::kSafetensors));
+    written_names.insert(IndexFileName(ShardFormat::kSafetensors));
+    if (!options.dry_run) ZF_TRY(WriteIndex(env, report.index, total, weight_map));
+  }
+  if (options.dry_run) return report;
+  if (folder_input && input != output) {
+    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
+    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const DirEntry& e : entries) {
+      // Weights of either format are not copied: the output replaces them.
+      if (e.is_dir || handled.count(e.name) || IsSavedWeightsName(e.name, ShardFormat::kSafetensors) ||
+          IsSavedWeightsName(e.name, ShardFormat::kTorch) || e.name.rfind(".", 0) == 0)
+        continue;
+      ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), options.buffer_bytes));
+      report.copied.push_back(e.name);
+    }
+  }
+  ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kSafetensors, written_names));
+  return report;
+}
+
+}  // namespace zerofold::ops

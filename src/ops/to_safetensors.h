@@ -1,0 +1,58 @@
+// --to safetensors: writing the tensors of torch checkpoints as safetensors
+// files, laid out as the reference writer lays them out
+// (safetensors/writer.h), streaming every tensor through bounded buffers.
+//
+// What is written:
+//   - every tensor under its checkpoint name (torch::Tensor::name), its
+//     logical bytes in C order: non-contiguous views (transposes, slices,
+//     expands) are written contiguous;
+//   - with ConvertOptions::dtype, floating tensors cast (ops/cast.h), with
+//     the NaN torch's `.to()` writes for the view's layout;
+//   - names whose bytes overlap (tied weights) are all written, each as its
+//     own copy, so nothing is missing on load; with dedupe_tied, a name whose
+//     view is identical to an earlier name's (same storage, offset, shape,
+//     stride, dtype) is dropped and recorded in __metadata__ under
+//     kTiedMetadataKey as a JSON object {"dropped name": "kept name", ...}
+//     (only the pairs whose kept name is in that file);
+//   - __metadata__ holds {"format": "pt"} (transformers' convention), then
+//     each plain non-tensor value of the checkpoint (ops/plain_values.h) as
+//     JSON text under its path; values that are not plain data, and values
+//     whose path is a reserved key, are named in a warning instead.
+// Layout: OUT is one file, or (ConvertOptions::folder) a folder with
+// model.safetensors, or past max_shard_bytes model-0000K-of-0000N.safetensors
+// shards (ops/sharding.h: greedy, tie groups kept together) and
+// model.safetensors.index.json. A Hugging Face folder as input (torch shards
+// with pytorch_model.bin.index.json, or pytorch_model.bin) is converted as
+// one model: its tensors are sharded afresh and its other files (config,
+// tokenizer) are copied.
+#ifndef ZEROFOLD_OPS_TO_SAFETENSORS_H_
+#define ZEROFOLD_OPS_TO_SAFETENSORS_H_
+
+#include <string>
+
+#include "ops/convert.h"
+
+namespace zerofold::ops {
+
+// __metadata__ key of the --dedupe-tied record. Persisted: never changes.
+constexpr const char* kTiedMetadataKey = "zerofold.tied";
+// transformers' __metadata__ entry for torch weights.
+constexpr const char* kFormatMetadataKey = "format";
+constexpr const char* kFormatMetadataValue = "pt";
+
+// Converts `input` (a torch file, or a folder as above) into `output`.
+// Each file is written atomically; the index last, then stale shards of an
+// earlier save in OUT are removed. Errors carry the path and the record:
+//   kUnsupported  a tensor whose dtype safetensors has no code for
+//                 (complex128, quantized, float8 *fnuz), big-endian data, a
+//                 folder whose checkpoints are safetensors already;
+//   kInvalidArgument  a name that two input files both hold, --select with a
+//                 folder input;
+// and the readers' and writers' errors. Unsafe globals are not refused (no
+// code can reach a safetensors file): they are named in a warning.
+Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, const std::string& output,
+                                           const ConvertOptions& options);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_TO_SAFETENSORS_H_

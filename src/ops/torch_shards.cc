@@ -1,0 +1,192 @@
+#include "ops/torch_shards.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/hf_folder.h"
+#include "ops/cast.h"
+#include "ops/plain_values.h"
+#include "ops/select.h"
+#include "ops/shrink.h"
+#include "pickle/encoder.h"
+#include "plan/shrink_plan.h"
+#include "torch/archive_writer.h"
+#include "torch/retarget.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+// The input's records other than data.pkl and data/*, relative to its top folder.
+Result<std::vector<torch::ExtraRecord>> ExtraRecords(const Input& in) {
+  std::vector<torch::ExtraRecord> extras;
+  for (const zip::Entry& e : in.ckpt.other_records) {
+    Result<std::vector<std::byte>> bytes = zip::ReadEntry(*in.src, e, 1u << 20);
+    if (!bytes.ok()) return Status(bytes.status()).WithRecord(e.name).WithPath(in.path);
+    const std::string& top = in.ckpt.top_folder;
+    extras.push_back({e.name.substr(top.empty() ? 0 : top.size() + 1), std::move(*bytes)});
+  }
+  return extras;
+}
+
+// Writes the checkpoint's current tensors, reached from `root`, as one
+// shrunk (and cast) torch archive at `path`. Returns its size.
+Result<uint64_t> WriteShard(Env* env, Input& in, pickle::NodeId root, const std::string& path,
+                            std::span<const torch::ExtraRecord> extras, const ConvertOptions& options,
+                            CastCopier& copier, const std::function<void(uint64_t)>& wrote) {
+  torch::Checkpoint& ckpt = in.ckpt;
+  ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
+  ZF_ASSIGN_OR_RETURN(std::vector<StorageCast> casts, PlanStorageCasts(ckpt, plan, options.dtype));
+  std::vector<torch::NewStorage> new_storages;
+  std::vector<torch::StorageRecord> records;
+  for (size_t i = 0; i < plan.storages.size(); ++i) {
+    const StorageCast& c = casts[i];
+    new_storages.push_back({plan.storages[i].key, c.out_nbytes, plan.storages[i].input_storage});
+    records.push_back({plan.storages[i].key, c.out_nbytes});
+  }
+  std::vector<torch::NewPlacement> placements;
+  for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(casts)));
+  ZF_ASSIGN_OR_RETURN(std::vector<std::byte> pkl, pickle::Encode(ckpt.graph, root));
+  torch::ArchiveContents contents;
+  contents.top_folder = StemOf(path);
+  contents.data_pkl = pkl;
+  contents.storages = records;
+  contents.extras = extras;
+  if (options.dry_run) return torch::TorchArchiveSize(contents);
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+  auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
+    const plan::OutputStorage& o = plan.storages[index];
+    const torch::Storage& s = ckpt.storages[o.input_storage];
+    return copier.Copy(*in.src, s.data_offset + o.begin, o.nbytes(), casts[index], s.record,
+                       [&](std::span<const std::byte> bytes) -> Status {
+                         ZF_TRY(emit(bytes));
+                         wrote(bytes.size());
+                         return Status::OK();
+                       });
+  };
+  Status written = torch::WriteTorchArchive(contents, fill, sink.get());
+  if (!written.ok()) return written.WithPath(path);
+  ZF_TRY(sink->Commit());
+  return sink->position();
+}
+
+// The whole checkpoint as one pytorch_model.bin, through ShrinkFile.
+Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std::string& output,
+                                  const ConvertOptions& options) {
+  ShrinkOptions shrink;
+  shrink.read = options.read;
+  shrink.keep_unsafe = options.keep_unsafe;
+  shrink.dry_run = options.dry_run;
+  shrink.buffer_bytes = options.buffer_bytes;
+  shrink.progress = options.progress;
+  shrink.dtype = options.dtype;
+  shrink.select = options.select;
+  const std::string name = SingleFileName(ShardFormat::kTorch);
+  if (!options.dry_run) ZF_TRY(env->CreateDirs(output));
+  ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, input, model::JoinPath(output, name), shrink));
+  ConvertReport report;
+  report.inputs = {input};
+  report.input_bytes = r.input_file_bytes;
+  report.files.push_back({r.output, r.output_file_bytes, r.tensors});
+  for (const auto& [tensor, nbytes] : r.tensor_nbytes) report.total_size += nbytes;
+  for (const std::string& g : r.unsafe_globals)
+    report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
+  if (!options.dry_run) {
+    ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kTorch, {name}));
+  }
+  return report;
+}
+
+}  // namespace
+
+Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const std::string& output,
+                                     const ConvertOptions& options) {
+  ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, input, options));
+  torch::Checkpoint& ckpt = in.ckpt;
+  Result<TieGroups> groups = FindTieGroups(ckpt);
+  if (!groups.ok()) return Status(groups.status()).WithPath(input);
+  // A group's bytes count at its first name: it becomes one storage.
+  std::vector<ShardItem> items;
+  std::vector<uint64_t> name_bytes;
+  std::vector<bool> counted(groups->members.size(), false);
+  for (const torch::Tensor& t : ckpt.tensors) {
+    Result<torch::DType> out = OutputDType(t.dtype, options.dtype);
+    if (!out.ok()) return Status(out.status()).WithRecord(t.name).WithPath(input);
+    const uint32_t g = groups->group_of[&t - ckpt.tensors.data()];
+    const uint64_t bytes = counted[g] ? 0 : groups->group_bytes[g] / torch::Info(t.dtype).itemsize * torch::Info(*out).itemsize;
+    counted[g] = true;
+    items.push_back({bytes, g});
+    name_bytes.push_back(OutputNbytes(t, *out));
+  }
+  ShardPlan plan = PlanShards(items, options.max_shard_bytes);
+  if (plan.shards.size() <= 1) return WriteSingle(env, input, output, options);
+
+  if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
+    return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
+                          Join(ckpt.unsafe_globals) + " (--keep-unsafe carries them through unexecuted)")
+        .WithPath(input);
+  ConvertReport report;
+  report.inputs = {input};
+  report.input_bytes = in.src->size();
+  for (const std::string& g : ckpt.unsafe_globals)
+    report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
+  PlainValues values = CollectPlainValues(ckpt);
+  std::vector<std::string> dropped = values.skipped;
+  for (const auto& [key, text] : values.entries) dropped.push_back(key);
+  if (!dropped.empty())
+    report.warnings.emplace_back(input, "not written (shards hold tensors only): " + Join(dropped));
+  ZF_ASSIGN_OR_RETURN(std::vector<torch::ExtraRecord> extras, ExtraRecords(in));
+
+  if (!options.dry_run) ZF_TRY(env->CreateDirs(output));
+  uint64_t total = 0;
+  for (uint64_t b : plan.bytes) total += b;
+  uint64_t done = 0;
+  auto wrote = [&](uint64_t n) {
+    done += n;
+    if (options.progress) options.progress(done, total);
+  };
+  CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+  const std::vector<torch::Tensor> all = std::move(ckpt.tensors);
+  const std::vector<torch::Storage> all_storages = ckpt.storages;
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::set<std::string> written;
+  const size_t n = plan.shards.size();
+  for (size_t k = 0; k < n; ++k) {
+    const std::string name = ShardFileName(ShardFormat::kTorch, k + 1, n);
+    const std::string path = model::JoinPath(output, name);
+    // The shard: a dict of its tensors, with only the storages it reaches.
+    ckpt.tensors.clear();
+    ckpt.storages = all_storages;
+    ckpt.root = ckpt.graph.AddDict();
+    for (uint32_t i : plan.shards[k]) {
+      ckpt.tensors.push_back(all[i]);
+      ckpt.graph.SetItem(ckpt.root, ckpt.graph.AddStr(all[i].name), all[i].node);
+      weight_map.emplace_back(all[i].name, name);
+      report.total_size += name_bytes[i];
+    }
+    Status reach = DropUnreachableStorages(ckpt);
+    if (!reach.ok()) return reach.WithPath(input);
+    Result<uint64_t> size = WriteShard(env, in, ckpt.root, path, extras, options, copier, wrote);
+    if (!size.ok()) return Status(size.status()).WithPath(input);
+    report.files.push_back({path, *size, plan.shards[k].size()});
+    written.insert(name);
+  }
+  report.index = model::JoinPath(output, IndexFileName(ShardFormat::kTorch));
+  written.insert(IndexFileName(ShardFormat::kTorch));
+  if (options.dry_run) return report;
+  ZF_TRY(WriteIndex(env, report.index, report.total_size, weight_map));
+  ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kTorch, written));
+  return report;
+}
+
+}  // namespace zerofold::ops

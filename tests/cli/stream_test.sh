@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# zerofold shrink through pipes and .zst names: the same bytes as the file
+# path form, refusals with their exact stderr lines and exit codes.
+# Run by tests/run_all.sh with ZEROFOLD set to the binary.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+Z=${ZEROFOLD:-build/zerofold}
+F=fixtures
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+
+# Every check counts once: a pass unless it calls fail.
+checks=0
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+check() { checks=$((checks + 1)); }
+# expect_exit CODE CMD...: runs CMD (stdout and stderr to $T/out, $T/err).
+expect_exit() {
+  local want=$1; shift
+  local got=0
+  check
+  "$@" >"$T/out" 2>"$T/err" || got=$?
+  [ "$got" -eq "$want" ] || fail "exit $got, want $want: $* ($(head -c 300 "$T/err"))"
+}
+# expect_stderr TEXT: $T/err is exactly TEXT.
+expect_stderr() {
+  check
+  [ "$(cat "$T/err")" = "$1" ] || fail "stderr was: $(cat "$T/err")"$'\n'"      wanted: $1"
+}
+same() { check; cmp -s "$1" "$2" || fail "$1 and $2 differ"; }
+
+# 1. A pipe gives the path form's bytes, for every zip fixture.
+inputs=("$F"/torch/*.pt "$F"/hf/bloated/*.bin "$F"/deepspeed/bloat_zero2_ws2_bf16/*.bin
+        "$F"/deepspeed/zero3_ws4_fp32/ckpt/global_step2/*.pt)
+n=0 want=0
+for f in "${inputs[@]}"; do
+  case "$f" in *legacy*) continue ;; esac
+  want=$((want + 1))
+  rm -f "$T/path.pt"
+  "$Z" shrink --quiet "$f" "$T/path.pt" || { fail "path form of $f"; continue; }
+  cat "$f" | "$Z" shrink --quiet - - >"$T/pipe.pt" || { fail "pipe form of $f"; continue; }
+  same "$T/path.pt" "$T/pipe.pt"
+  n=$((n + 1))
+done
+check
+[ "$n" -eq "$want" ] && [ "$n" -ge 25 ] || fail "$n fixtures compared of $want"
+
+# 2. .zst output decompresses to the path form's bytes; .zst input and
+#    zstd-compressed standard input read as the plain file.
+in="$F/hf/bloated/pytorch_model-00001-of-00003.bin"
+"$Z" shrink --quiet "$in" "$T/path.bin"
+"$Z" shrink --quiet "$in" "$T/out.bin.zst"
+zstd -dq "$T/out.bin.zst" -o "$T/out.bin"
+same "$T/path.bin" "$T/out.bin"
+zstd -q "$in" -o "$T/in.bin.zst"
+"$Z" shrink --quiet "$T/in.bin.zst" "$T/from_zst.bin"
+same "$T/path.bin" "$T/from_zst.bin"
+zstd -qc "$in" | "$Z" shrink --quiet - - >"$T/from_zst_pipe.bin"
+same "$T/path.bin" "$T/from_zst_pipe.bin"
+"$Z" shrink --quiet --zstd-level 19 "$T/in.bin.zst" "$T/both.bin.zst"
+zstd -dq "$T/both.bin.zst" -o "$T/both.bin"
+same "$T/path.bin" "$T/both.bin"
+cat "$in" | "$Z" shrink --quiet - - | zstd -q >"$T/piped.bin.zst"
+zstd -dq "$T/piped.bin.zst" -o "$T/piped.bin"
+same "$T/path.bin" "$T/piped.bin"
+
+# 3. A legacy file through a pipe: top folder "archive" on standard output,
+#    the output's stem for a named output, as from a path.
+legacy="$F/torch/legacy_views_tied.pt"
+mkdir "$T/l"
+"$Z" shrink --quiet "$legacy" "$T/l/archive.pt"
+cat "$legacy" | "$Z" shrink --quiet - - >"$T/legacy_pipe.pt"
+same "$T/l/archive.pt" "$T/legacy_pipe.pt"
+"$Z" shrink --quiet "$legacy" "$T/l/small.pt"
+cat "$legacy" | "$Z" shrink --quiet - "$T/small.pt"
+same "$T/l/small.pt" "$T/small.pt"
+
+# 4. Reports go to stderr when standard output carries the archive.
+cat "$F/torch/views.pt" | "$Z" shrink - - >"$T/views.pt" 2>"$T/err"
+"$Z" shrink --quiet "$F/torch/views.pt" "$T/views_path.pt"
+same "$T/views_path.pt" "$T/views.pt"
+check
+grep -q '^- -> -: ' "$T/err" || fail "no report on stderr: $(cat "$T/err")"
+
+# 5. Refusals.
+if script -qec true /dev/null >/dev/null 2>&1; then
+  expect_exit 0 script -qec "$Z shrink $F/torch/views.pt -; echo exit=\$?" /dev/null
+  check
+  grep -q 'zerofold: shrink: refusing to write binary data to a terminal; redirect standard output or name a file' \
+    "$T/out" || fail "no refusal on a terminal: $(cat "$T/out")"
+  check
+  grep -q 'exit=2' "$T/out" || fail "terminal refusal exit code: $(cat "$T/out")"
+else
+  echo "skip: 'script' is unavailable, terminal refusal not tested"
+fi
+expect_exit 2 "$Z" shrink --json "$F/torch/views.pt" -
+expect_stderr "zerofold: shrink: --json prints on standard output, which OUT - takes for the archive
+zerofold: hint: run 'zerofold shrink --help'"
+expect_exit 2 "$Z" shrink --in-place -
+expect_stderr "zerofold: shrink: --in-place rewrites a file; '-' is a stream
+zerofold: hint: run 'zerofold shrink --help'"
+expect_exit 2 "$Z" shrink --zstd-level 30 "$F/torch/views.pt" "$T/x.pt.zst"
+expect_stderr "zerofold: shrink: --zstd-level needs a number from 1 to 19
+zerofold: hint: run 'zerofold shrink --help'"
+
+# A truncated pipe: the record and the offset where it ended; no output file.
+head -c 1000 "$F/torch/views.pt" >"$T/cut.pt"
+expect_exit 1 sh -c "cat '$T/cut.pt' | '$Z' shrink - '$T/cut_out.pt'"
+expect_stderr "zerofold: <stdin>: views/data/1 @ 1000: corrupt: stream ends inside entry data (40 of 400 bytes)"
+check
+[ ! -e "$T/cut_out.pt" ] || fail "a failed shrink left $T/cut_out.pt"
+zstd -q "$T/cut.pt" -o "$T/cut.pt.zst"
+expect_exit 1 "$Z" shrink "$T/cut.pt.zst" "$T/cut_out.pt"
+expect_stderr "zerofold: $T/cut.pt.zst: views/data/1 @ 1000: corrupt: stream ends inside entry data (40 of 400 bytes); in .zst input, offset 1000 of the decompressed stream"
+check
+[ ! -e "$T/cut_out.pt" ] || fail "a failed shrink left $T/cut_out.pt"
+
+# Storage records in another order than torch's: fine from a path, refused
+# from a pipe, naming the record.
+/usr/bin/python3 - "$F/torch/views.pt" "$T/reordered.pt" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:
+    names = src.namelist()
+    data = sorted((n for n in names if "/data/" in n), reverse=True)
+    for n in [n for n in names if n.endswith("data.pkl")] + data + [n for n in names if n.endswith("/version")]:
+        dst.writestr(n, src.read(n))
+EOF
+"$Z" shrink --quiet "$T/reordered.pt" "$T/reordered_path.pt"
+expect_exit 1 sh -c "cat '$T/reordered.pt' | '$Z' shrink - - > '$T/reordered_pipe.pt'"
+expect_stderr "zerofold: <stdin>: views/data/1 @ 548: unsupported: record views/data/1 comes before views/data/0, but its bytes go after them in the output, whose storages are in string order of their keys; a single pass cannot reorder them: give the file's path instead"
+
+echo "$((checks - fails)) passed, $fails failed"
+[ "$fails" -eq 0 ]
