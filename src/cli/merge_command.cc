@@ -11,6 +11,7 @@
 #include "cli/json_output.h"
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
+#include "ops/cast.h"
 #include "cli/report.h"
 #include "ops/merge.h"
 #include "zerofold/env.h"
@@ -47,7 +48,7 @@ constexpr const char* kMergeHelp =
 
 const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
-    {"dtype", true, "dtype of every floating tensor (default float32)", "DTYPE"},
+    {"dtype", true, "dtype of every floating tensor: float32 (default), float16, bfloat16; rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
@@ -257,9 +258,8 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
-    std::optional<torch::DType> d = torch::FromName(*v);
-    if (!d || !torch::Info(*d).is_floating)
-      return UsageError("merge", "--dtype takes a floating dtype (float32, float16, bfloat16, float64), not '" + *v + "'");
+    std::optional<torch::DType> d = ops::ParseCastTarget(*v);
+    if (!d) return UsageError("merge", "--dtype takes float32, float16 or bfloat16, not '" + *v + "'");
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");

@@ -8,7 +8,6 @@
 
 #include "model/hf_folder.h"
 #include "ops/merge_assemble.h"
-#include "ops/merge_convert.h"
 #include "ops/merge_load.h"
 #include "ops/merge_verify.h"
 #include "ops/merge_write.h"
@@ -17,28 +16,12 @@ namespace zerofold::ops {
 
 namespace {
 
-// Output file names, as transformers' save_pretrained writes them.
-constexpr std::string_view kTorchShardPrefix = "pytorch_model";
-constexpr std::string_view kTorchShardSuffix = ".bin";
-constexpr std::string_view kSafetensorsShardPrefix = "model";
-constexpr std::string_view kSafetensorsShardSuffix = ".safetensors";
 // OUT names that are one file rather than a folder.
 constexpr std::string_view kFileSuffixes[] = {".bin", ".pt", ".safetensors"};
+constexpr std::string_view kSafetensorsSuffix = ".safetensors";
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// "pytorch_model-00002-of-00005.bin": k counts from 1, at least five digits
-// each (transformers: f"-{idx+1:05d}-of-{n:05d}").
-std::string ShardName(MergeFormat format, size_t k, size_t n) {
-  auto five = [](size_t v) {
-    std::string s = std::to_string(v);
-    return s.size() < 5 ? std::string(5 - s.size(), '0') + s : s;
-  };
-  bool st = format == MergeFormat::kSafetensors;
-  return std::string(st ? kSafetensorsShardPrefix : kTorchShardPrefix) + "-" + five(k) + "-of-" + five(n) +
-         std::string(st ? kSafetensorsShardSuffix : kTorchShardSuffix);
 }
 
 // Lexically normalized path for comparing output with input names:
@@ -59,33 +42,18 @@ std::string Normalize(const std::string& path) {
   return out.empty() ? "." : out;
 }
 
-// Items grouped by the entry holding their data, placed greedily in output
-// order: a group goes whole into the shard open at its first item; it
-// closes that shard first if it would pass `max_bytes` there and the shard
-// is not empty (transformers' shard_checkpoint; huggingface_hub puts every
-// name of a storage with the first).
-std::vector<std::vector<size_t>> PlanShards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
-                                            uint64_t max_bytes) {
-  std::vector<uint64_t> group_bytes(layout.entries.size(), 0);
-  for (size_t i = 0; i < layout.entries.size(); ++i) group_bytes[layout.entries[i].owner] += bytes[i];
+// Shards of the layout's entries: each entry with the bytes it adds to its
+// file, grouped with the entry holding its data, so a tie goes into its
+// owner's shard (ops/sharding.h).
+std::vector<std::vector<size_t>> Shards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
+                                        uint64_t max_bytes) {
+  std::vector<ShardItem> items;
+  items.reserve(layout.entries.size());
+  for (size_t i = 0; i < layout.entries.size(); ++i)
+    items.push_back(ShardItem{bytes[i], static_cast<uint32_t>(layout.entries[i].owner)});
+  ShardPlan plan = PlanShards(items, max_bytes);
   std::vector<std::vector<size_t>> shards;
-  std::vector<size_t> shard_of(layout.entries.size(), 0);
-  uint64_t current = 0;
-  for (size_t i = 0; i < layout.entries.size(); ++i) {
-    const OutputEntry& e = layout.entries[i];
-    if (e.tie) {
-      shards[shard_of[e.owner]].push_back(i);
-      continue;
-    }
-    if (shards.empty() || (!shards.back().empty() && current + group_bytes[i] > max_bytes)) {
-      shards.emplace_back();
-      current = 0;
-    }
-    shards.back().push_back(i);
-    shard_of[i] = shards.size() - 1;
-    current += group_bytes[i];
-  }
-  for (std::vector<size_t>& s : shards) std::sort(s.begin(), s.end());
+  for (const std::vector<uint32_t>& s : plan.shards) shards.emplace_back(s.begin(), s.end());
   return shards;
 }
 
@@ -98,7 +66,7 @@ Status CheckConversions(const zero::MergePlan& plan, const MergeLayout& layout) 
     for (const zero::SourceSlice& s : t.slices) {
       if (!CanConvert(s.dtype, t.dtype))
         return Status::Unsupported("converting " + std::string(torch::Info(s.dtype).name) + " to " +
-                                   std::string(torch::Info(t.dtype).name) + " is not supported yet")
+                                   std::string(torch::Info(t.dtype).name) + " is not supported")
             .WithRecord(e.name);
     }
   }
@@ -124,7 +92,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   for (std::string_view suffix : kFileSuffixes) {
     if (EndsWith(out, suffix)) {
       single_file = true;
-      implied = suffix == kSafetensorsShardSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
+      implied = suffix == kSafetensorsSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
     }
   }
   if (implied && options.format && *implied != *options.format)
@@ -181,7 +149,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     shards.emplace_back();
     for (size_t i = 0; i < layout.entries.size(); ++i) shards.back().push_back(i);
   } else {
-    shards = PlanShards(layout, entry_bytes, options.max_shard_bytes);
+    shards = Shards(layout, entry_bytes, options.max_shard_bytes);
   }
   std::vector<TorchFilePlan> torch_files;
   std::vector<SafetensorsFilePlan> st_files;
@@ -190,10 +158,9 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     if (single_file) {
       f.path = out;
     } else if (shards.size() == 1) {
-      f.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsSingleName
-                                                                                  : model::kTorchSingleName);
+      f.path = model::JoinPath(out, SingleFileName(report.format));
     } else {
-      f.path = model::JoinPath(out, ShardName(report.format, k + 1, shards.size()));
+      f.path = model::JoinPath(out, ShardFileName(report.format, k + 1, shards.size()));
     }
     f.entries = shards[k];
     if (report.format == MergeFormat::kTorch) {
@@ -212,8 +179,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   }
   model::ShardIndex index;
   if (report.files.size() > 1) {
-    index.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsIndexName
-                                                                                 : model::kTorchIndexName);
+    index.path = model::JoinPath(out, IndexFileName(report.format));
     index.total_size = report.tensor_bytes;
     for (const MergeOutputFile& f : report.files) {
       std::string base = f.path.substr(f.path.rfind('/') + 1);
