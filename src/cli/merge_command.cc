@@ -157,6 +157,10 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
   w.Key("index");
   if (r.index.empty()) w.Null();
   else w.String(r.index);
+  w.Key("removed");
+  w.BeginArray();
+  for (const std::string& f : r.removed) w.String(f);
+  w.EndArray();
   w.Key("tensor_bytes");
   w.Uint(r.tensor_bytes);
   w.Key("bytes_read");

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
 #include "model/hf_folder.h"
+#include "ops/convert.h"
 #include "ops/merge_assemble.h"
 #include "ops/merge_load.h"
 #include "ops/merge_verify.h"
@@ -71,12 +73,6 @@ Status CheckConversions(const zero::MergePlan& plan, const MergeLayout& layout) 
     }
   }
   return Status::OK();
-}
-
-Status WriteSmallFile(Env* env, const std::string& path, const std::string& text) {
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
-  ZF_TRY(sink->Append(std::as_bytes(std::span<const char>(text.data(), text.size()))));
-  return sink->Commit();
 }
 
 }  // namespace
@@ -177,20 +173,23 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     for (size_t i : f.entries) report.tensor_bytes += entry_bytes[i];
     report.files.push_back(std::move(f));
   }
-  model::ShardIndex index;
+  // The index: total_size counts the bytes stored, a torch tie once, as
+  // transformers' and huggingface_hub's sharding count a shared storage.
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::set<std::string> written;  // base names in a folder OUT
+  for (const MergeOutputFile& f : report.files) {
+    std::string base = f.path.substr(f.path.rfind('/') + 1);
+    written.insert(base);
+    for (size_t i : f.entries) weight_map.emplace_back(layout.entries[i].name, base);
+  }
   if (report.files.size() > 1) {
-    index.path = model::JoinPath(out, IndexFileName(report.format));
-    index.total_size = report.tensor_bytes;
-    for (const MergeOutputFile& f : report.files) {
-      std::string base = f.path.substr(f.path.rfind('/') + 1);
-      for (size_t i : f.entries) index.weight_map.emplace_back(layout.entries[i].name, base);
-    }
-    // transformers writes the index with json.dumps(sort_keys=True).
-    std::sort(index.weight_map.begin(), index.weight_map.end());
-    report.index = index.path;
+    report.index = model::JoinPath(out, IndexFileName(report.format));
+    written.insert(IndexFileName(report.format));
   }
 
-  // Refuse to replace files unasked, and never write onto an input.
+  // Refuse to replace files unasked, and never write onto an input. In a
+  // folder OUT, the files of an earlier save count too: --force replaces
+  // that save whole (its other shards are removed), as save_pretrained does.
   std::vector<std::string> targets;
   for (const MergeOutputFile& f : report.files) targets.push_back(f.path);
   if (!report.index.empty()) targets.push_back(report.index);
@@ -199,6 +198,14 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
       if (Normalize(t) == Normalize(in)) return Status::InvalidArgument("is an input file of the merge").WithPath(t);
     if (!options.force && env->FileExists(t))
       return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+  }
+  if (!single_file && !options.force && env->IsDirectory(out)) {
+    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(out));
+    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const DirEntry& e : entries)
+      if (!e.is_dir && IsSavedWeightsName(e.name, report.format))
+        return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
+            .WithPath(model::JoinPath(out, e.name));
   }
   if (options.dry_run) return report;
 
@@ -234,8 +241,11 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     report.files[k].bytes = sinks[k]->position();
   }
   if (!report.index.empty()) {
-    if (Status s = WriteSmallFile(env, index.path, model::FormatShardIndex(index)); !s.ok())
-      return roll_back(s.WithPath(index.path));
+    if (Status s = WriteIndex(env, report.index, report.tensor_bytes, weight_map); !s.ok())
+      return roll_back(s.WithPath(report.index));
+  }
+  if (!single_file) {
+    ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, out, report.format, written));
   }
   report.bytes_read = assembler.bytes_read();
 

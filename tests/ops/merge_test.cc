@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -196,6 +197,36 @@ TEST_CASE("merge refuses to replace an output without force, and replaces it wit
   options.force = true;
   REQUIRE(MergeCheckpoint(Env::Default(), FixtureDir("zero1_ws2_fp16") + "/ckpt", tmp / "m.bin", options).ok());
   CHECK_GT(fs::file_size(tmp / "m.bin"), 100000u);
+}
+
+TEST_CASE("a folder OUT holding an earlier save: refused, or replaced whole with force") {
+  TempDir tmp;
+  const std::string out = tmp / "out";
+  MergeOptions sharded;
+  sharded.max_shard_bytes = 40000;
+  Result<MergeReport> first = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, sharded);
+  REQUIRE(first.ok());
+  REQUIRE_EQ(first->files.size(), 6u);
+  { std::ofstream(out + "/config.json") << "{}"; }
+
+  MergeOptions one;  // unsharded now: pytorch_model.bin is new, the shards are not targets
+  Status s = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, one).status();
+  CHECK_EQ(s.code(), Code::kInvalidArgument);
+  CHECK_EQ(s.path(), out + "/pytorch_model-00001-of-00006.bin");
+  CHECK_EQ(s.message(), "is part of an earlier save in the output folder; use --force to replace it");
+  one.force = true;
+  Result<MergeReport> second = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, one);
+  REQUIRE_MESSAGE(second.ok(), second.status().ToString());
+  std::vector<std::string> removed = {"pytorch_model-00001-of-00006.bin", "pytorch_model-00002-of-00006.bin",
+                                      "pytorch_model-00003-of-00006.bin", "pytorch_model-00004-of-00006.bin",
+                                      "pytorch_model-00005-of-00006.bin", "pytorch_model-00006-of-00006.bin",
+                                      "pytorch_model.bin.index.json"};
+  CHECK_EQ(second->removed, removed);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK_EQ(left, std::vector<std::string>{"config.json", "pytorch_model.bin"});
+  CheckEqualToGroundTruth(ReadTorch(out + "/pytorch_model.bin"), "zero3_ws3_fp16");
 }
 
 TEST_CASE("FindTagFolder: latest, --tag, a tag folder itself, and what is no checkpoint") {
