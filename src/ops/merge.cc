@@ -96,6 +96,8 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
                                    std::string(MergeFormatName(*implied)) + " file name")
         .WithPath(out);
   report.format = implied ? *implied : options.format.value_or(MergeFormat::kTorch);
+  if (single_file && report.format == MergeFormat::kTorch && ArchiveStem(out).empty())
+    return Status::InvalidArgument("names no archive: torch files need a name before the extension").WithPath(out);
   if (single_file && env->IsDirectory(out))
     return Status::InvalidArgument("is a folder; a file name ending in .bin, .pt or .safetensors is written as a file")
         .WithPath(out);

@@ -82,6 +82,8 @@ expect_stdout "quiet prints nothing" ""
 mkdir dir.bin
 expect "OUT file name is a folder" 2 "zerofold: dir.bin: invalid argument: is a folder; a file name ending in .bin, .pt or .safetensors is written as a file" \
   "$Z" merge ckpt dir.bin
+expect "no archive name" 2 "zerofold: .bin: invalid argument: names no archive: torch files need a name before the extension" \
+  "$Z" merge ckpt .bin
 expect "--to against the extension" 2 "zerofold: x.safetensors: invalid argument: --to torch contradicts the safetensors file name" \
   "$Z" merge --to torch ckpt x.safetensors
 expect "--only matching nothing" 2 "zerofold: invalid argument: --only 'decoder.*' matches none of the 31 tensor names (e.g. transformer.emb_scale)" \

@@ -141,6 +141,20 @@ class MergeTest(unittest.TestCase):
                 with open(ours, "rb") as a, open(ref, "rb") as b:
                     self.assertEqual(a.read(), b.read())
 
+    def test_the_top_folder_is_what_torch_save_names_it(self):
+        case = "zero1_ws2_fp16"
+        got_path = self.out("model.v2.bin")
+        merge(os.path.join(DEEPSPEED, case, "ckpt"), got_path)
+        got = oracle.load(got_path)
+        ref_path = self.out("ref", "model.v2.bin")
+        os.makedirs(os.path.dirname(ref_path))
+        sd = collections.OrderedDict()
+        for name, t in got.items():
+            sd[name] = sd[OWNER].detach() if name == TIE else t.clone()
+        torch.save(sd, ref_path)
+        with open(got_path, "rb") as a, open(ref_path, "rb") as b:
+            self.assertEqual(a.read(), b.read())  # top folder "model.v2", as torch names it
+
     def test_one_file_out_and_safetensors(self):
         case = "zero2_ws3_bf16"
         ckpt = os.path.join(DEEPSPEED, case, "ckpt")

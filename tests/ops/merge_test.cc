@@ -13,6 +13,7 @@
 #include "ops/merge_load.h"
 #include "ops/merge_pickle.h"
 #include "ops/merge_verify.h"
+#include "ops/merge_write.h"
 #include "safetensors/reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -170,6 +171,15 @@ TEST_CASE("merge into shards: each tie in its owner's shard, all names across sh
   }
   CheckEqualToGroundTruth(all, "zero3_ws3_fp16");
   CHECK(fs::exists(r->index));
+}
+
+TEST_CASE("ArchiveStem cuts the last extension, as torch.save names the top folder") {
+  CHECK_EQ(ArchiveStem("out/pytorch_model.bin"), "pytorch_model");
+  CHECK_EQ(ArchiveStem("model.v2.bin"), "model.v2");  // torch.save: 'model.v2/data.pkl'
+  CHECK_EQ(ArchiveStem("a.b.c.pt"), "a.b.c");
+  CHECK_EQ(ArchiveStem("/x/y/pytorch_model-00001-of-00002.bin"), "pytorch_model-00001-of-00002");
+  CHECK_EQ(ArchiveStem("noext"), "noext");
+  CHECK_EQ(ArchiveStem("dir/.bin"), "");
 }
 
 TEST_CASE("merge --dry-run writes nothing and sizes the output exactly") {
