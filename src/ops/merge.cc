@@ -11,6 +11,7 @@
 #include "ops/convert.h"
 #include "ops/merge_assemble.h"
 #include "ops/merge_load.h"
+#include "ops/merge_sink.h"
 #include "ops/merge_verify.h"
 #include "ops/merge_write.h"
 
@@ -223,9 +224,12 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   for (size_t k = 0; k < report.files.size(); ++k) {
     const MergeOutputFile& f = report.files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
+    // The copy into the file overlaps with reading the next bytes.
+    BackgroundWriteSink background(sink.get(), options.buffer_bytes);
     Status written = report.format == MergeFormat::kTorch
-                         ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)
-                         : WriteSafetensorsFile(st_files[k], plan, assembler, sink.get(), progress);
+                         ? WriteTorchFile(torch_files[k], plan, assembler, &background, progress)
+                         : WriteSafetensorsFile(st_files[k], plan, assembler, &background, progress);
+    if (written.ok()) written = background.Drain();
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
   }
