@@ -149,6 +149,9 @@ def main():
         print(f"peer output equals zerofold's: {compared} names")
 
         med = {n: (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for n, r in results.items()}
+        # Interference from other jobs only ever slows a run down: the best run
+        # of each is the other estimate worth reporting.
+        best = {n: min(w for w, _ in r) for n, r in results.items()}
         lines = [
             f"## merge: synthetic ZeRO-3, world size 4 ({datetime.date.today().isoformat()})",
             "",
@@ -162,16 +165,18 @@ def main():
             f"the tie kept). "
             f"Medians of {args.rounds} alternating runs; inputs in the page cache for all three.",
             "",
-            "| run | wall time (s) | peak RSS (MiB) | time / floor |",
-            "|---|---|---|---|",
+            "| run | median wall time (s) | best (s) | peak RSS (MiB) | median / floor's | best / floor's |",
+            "|---|---|---|---|---|---|",
         ]
         for name, label in (("zerofold", "zerofold merge (incl. fsync)"), ("floor", "floor: cat output + sync"),
                             ("peer", "peer: torch.load + cat + torch.save")):
             w, m = med[name]
-            lines.append(f"| {label} | {w:.2f} | {m / 2**20:.1f} | {w / med['floor'][0]:.2f}x |")
+            lines.append(f"| {label} | {w:.2f} | {best[name]:.2f} | {m / 2**20:.1f} | {w / med['floor'][0]:.2f}x | "
+                         f"{best[name] / best['floor']:.2f}x |")
         lines += [
             "",
-            f"zerofold vs floor: {med['zerofold'][0] / med['floor'][0]:.2f}x (target <= 1.5x); "
+            f"zerofold vs floor: {med['zerofold'][0] / med['floor'][0]:.2f}x by medians, "
+            f"{best['zerofold'] / best['floor']:.2f}x by best runs (target <= 1.5x); "
             f"peak RSS {med['zerofold'][1] / 2**20:.1f} MiB (target < 128 MiB); "
             f"peer / zerofold: {med['peer'][0] / med['zerofold'][0]:.1f}x time, "
             f"{med['peer'][1] / med['zerofold'][1]:.0f}x memory. "

@@ -9,7 +9,9 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/limit_flags.h"
 #include "cli/progress.h"
+#include "ops/cast.h"
 #include "cli/report.h"
 #include "ops/merge.h"
 #include "zerofold/env.h"
@@ -44,9 +46,9 @@ constexpr const char* kMergeHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kMergeFlags = {
+const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
-    {"dtype", true, "dtype of every floating tensor (default float32)", "DTYPE"},
+    {"dtype", true, "dtype of every floating tensor: float32 (default), float16, bfloat16; rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
@@ -60,7 +62,7 @@ const std::vector<FlagSpec> kMergeFlags = {
     {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes per read (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-};
+});
 
 std::string Base(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -155,6 +157,10 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
   w.Key("index");
   if (r.index.empty()) w.Null();
   else w.String(r.index);
+  w.Key("removed");
+  w.BeginArray();
+  for (const std::string& f : r.removed) w.String(f);
+  w.EndArray();
   w.Key("tensor_bytes");
   w.Uint(r.tensor_bytes);
   w.Key("bytes_read");
@@ -253,11 +259,11 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (out == "-") return UsageError("merge", "OUT must be a file or folder name; merge does not write to stdout");
 
   ops::MergeOptions options;
+  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
-    std::optional<torch::DType> d = torch::FromName(*v);
-    if (!d || !torch::Info(*d).is_floating)
-      return UsageError("merge", "--dtype takes a floating dtype (float32, float16, bfloat16, float64), not '" + *v + "'");
+    std::optional<torch::DType> d = ops::ParseCastTarget(*v);
+    if (!d) return UsageError("merge", "--dtype takes float32, float16 or bfloat16, not '" + *v + "'");
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
 #include "model/hf_folder.h"
+#include "ops/convert.h"
 #include "ops/merge_assemble.h"
-#include "ops/merge_convert.h"
 #include "ops/merge_load.h"
+#include "ops/merge_sink.h"
 #include "ops/merge_verify.h"
 #include "ops/merge_write.h"
 
@@ -17,28 +19,12 @@ namespace zerofold::ops {
 
 namespace {
 
-// Output file names, as transformers' save_pretrained writes them.
-constexpr std::string_view kTorchShardPrefix = "pytorch_model";
-constexpr std::string_view kTorchShardSuffix = ".bin";
-constexpr std::string_view kSafetensorsShardPrefix = "model";
-constexpr std::string_view kSafetensorsShardSuffix = ".safetensors";
 // OUT names that are one file rather than a folder.
 constexpr std::string_view kFileSuffixes[] = {".bin", ".pt", ".safetensors"};
+constexpr std::string_view kSafetensorsSuffix = ".safetensors";
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// "pytorch_model-00002-of-00005.bin": k counts from 1, at least five digits
-// each (transformers: f"-{idx+1:05d}-of-{n:05d}").
-std::string ShardName(MergeFormat format, size_t k, size_t n) {
-  auto five = [](size_t v) {
-    std::string s = std::to_string(v);
-    return s.size() < 5 ? std::string(5 - s.size(), '0') + s : s;
-  };
-  bool st = format == MergeFormat::kSafetensors;
-  return std::string(st ? kSafetensorsShardPrefix : kTorchShardPrefix) + "-" + five(k) + "-of-" + five(n) +
-         std::string(st ? kSafetensorsShardSuffix : kTorchShardSuffix);
 }
 
 // Lexically normalized path for comparing output with input names:
@@ -59,33 +45,18 @@ std::string Normalize(const std::string& path) {
   return out.empty() ? "." : out;
 }
 
-// Items grouped by the entry holding their data, placed greedily in output
-// order: a group goes whole into the shard open at its first item; it
-// closes that shard first if it would pass `max_bytes` there and the shard
-// is not empty (transformers' shard_checkpoint; huggingface_hub puts every
-// name of a storage with the first).
-std::vector<std::vector<size_t>> PlanShards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
-                                            uint64_t max_bytes) {
-  std::vector<uint64_t> group_bytes(layout.entries.size(), 0);
-  for (size_t i = 0; i < layout.entries.size(); ++i) group_bytes[layout.entries[i].owner] += bytes[i];
+// Shards of the layout's entries: each entry with the bytes it adds to its
+// file, grouped with the entry holding its data, so a tie goes into its
+// owner's shard (ops/sharding.h).
+std::vector<std::vector<size_t>> Shards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
+                                        uint64_t max_bytes) {
+  std::vector<ShardItem> items;
+  items.reserve(layout.entries.size());
+  for (size_t i = 0; i < layout.entries.size(); ++i)
+    items.push_back(ShardItem{bytes[i], static_cast<uint32_t>(layout.entries[i].owner)});
+  ShardPlan plan = PlanShards(items, max_bytes);
   std::vector<std::vector<size_t>> shards;
-  std::vector<size_t> shard_of(layout.entries.size(), 0);
-  uint64_t current = 0;
-  for (size_t i = 0; i < layout.entries.size(); ++i) {
-    const OutputEntry& e = layout.entries[i];
-    if (e.tie) {
-      shards[shard_of[e.owner]].push_back(i);
-      continue;
-    }
-    if (shards.empty() || (!shards.back().empty() && current + group_bytes[i] > max_bytes)) {
-      shards.emplace_back();
-      current = 0;
-    }
-    shards.back().push_back(i);
-    shard_of[i] = shards.size() - 1;
-    current += group_bytes[i];
-  }
-  for (std::vector<size_t>& s : shards) std::sort(s.begin(), s.end());
+  for (const std::vector<uint32_t>& s : plan.shards) shards.emplace_back(s.begin(), s.end());
   return shards;
 }
 
@@ -98,17 +69,11 @@ Status CheckConversions(const zero::MergePlan& plan, const MergeLayout& layout) 
     for (const zero::SourceSlice& s : t.slices) {
       if (!CanConvert(s.dtype, t.dtype))
         return Status::Unsupported("converting " + std::string(torch::Info(s.dtype).name) + " to " +
-                                   std::string(torch::Info(t.dtype).name) + " is not supported yet")
+                                   std::string(torch::Info(t.dtype).name) + " is not supported")
             .WithRecord(e.name);
     }
   }
   return Status::OK();
-}
-
-Status WriteSmallFile(Env* env, const std::string& path, const std::string& text) {
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
-  ZF_TRY(sink->Append(std::as_bytes(std::span<const char>(text.data(), text.size()))));
-  return sink->Commit();
 }
 
 }  // namespace
@@ -124,7 +89,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   for (std::string_view suffix : kFileSuffixes) {
     if (EndsWith(out, suffix)) {
       single_file = true;
-      implied = suffix == kSafetensorsShardSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
+      implied = suffix == kSafetensorsSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
     }
   }
   if (implied && options.format && *implied != *options.format)
@@ -132,6 +97,8 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
                                    std::string(MergeFormatName(*implied)) + " file name")
         .WithPath(out);
   report.format = implied ? *implied : options.format.value_or(MergeFormat::kTorch);
+  if (single_file && report.format == MergeFormat::kTorch && ArchiveStem(out).empty())
+    return Status::InvalidArgument("names no archive: torch files need a name before the extension").WithPath(out);
   if (single_file && env->IsDirectory(out))
     return Status::InvalidArgument("is a folder; a file name ending in .bin, .pt or .safetensors is written as a file")
         .WithPath(out);
@@ -181,7 +148,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     shards.emplace_back();
     for (size_t i = 0; i < layout.entries.size(); ++i) shards.back().push_back(i);
   } else {
-    shards = PlanShards(layout, entry_bytes, options.max_shard_bytes);
+    shards = Shards(layout, entry_bytes, options.max_shard_bytes);
   }
   std::vector<TorchFilePlan> torch_files;
   std::vector<SafetensorsFilePlan> st_files;
@@ -190,10 +157,9 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     if (single_file) {
       f.path = out;
     } else if (shards.size() == 1) {
-      f.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsSingleName
-                                                                                  : model::kTorchSingleName);
+      f.path = model::JoinPath(out, SingleFileName(report.format));
     } else {
-      f.path = model::JoinPath(out, ShardName(report.format, k + 1, shards.size()));
+      f.path = model::JoinPath(out, ShardFileName(report.format, k + 1, shards.size()));
     }
     f.entries = shards[k];
     if (report.format == MergeFormat::kTorch) {
@@ -210,21 +176,23 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     for (size_t i : f.entries) report.tensor_bytes += entry_bytes[i];
     report.files.push_back(std::move(f));
   }
-  model::ShardIndex index;
+  // The index: total_size counts the bytes stored, a torch tie once, as
+  // transformers' and huggingface_hub's sharding count a shared storage.
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::set<std::string> written;  // base names in a folder OUT
+  for (const MergeOutputFile& f : report.files) {
+    std::string base = f.path.substr(f.path.rfind('/') + 1);
+    written.insert(base);
+    for (size_t i : f.entries) weight_map.emplace_back(layout.entries[i].name, base);
+  }
   if (report.files.size() > 1) {
-    index.path = model::JoinPath(out, report.format == MergeFormat::kSafetensors ? model::kSafetensorsIndexName
-                                                                                 : model::kTorchIndexName);
-    index.total_size = report.tensor_bytes;
-    for (const MergeOutputFile& f : report.files) {
-      std::string base = f.path.substr(f.path.rfind('/') + 1);
-      for (size_t i : f.entries) index.weight_map.emplace_back(layout.entries[i].name, base);
-    }
-    // transformers writes the index with json.dumps(sort_keys=True).
-    std::sort(index.weight_map.begin(), index.weight_map.end());
-    report.index = index.path;
+    report.index = model::JoinPath(out, IndexFileName(report.format));
+    written.insert(IndexFileName(report.format));
   }
 
-  // Refuse to replace files unasked, and never write onto an input.
+  // Refuse to replace files unasked, and never write onto an input. In a
+  // folder OUT, the files of an earlier save count too: --force replaces
+  // that save whole (its other shards are removed), as save_pretrained does.
   std::vector<std::string> targets;
   for (const MergeOutputFile& f : report.files) targets.push_back(f.path);
   if (!report.index.empty()) targets.push_back(report.index);
@@ -233,6 +201,14 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
       if (Normalize(t) == Normalize(in)) return Status::InvalidArgument("is an input file of the merge").WithPath(t);
     if (!options.force && env->FileExists(t))
       return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+  }
+  if (!single_file && !options.force && env->IsDirectory(out)) {
+    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(out));
+    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    for (const DirEntry& e : entries)
+      if (!e.is_dir && IsSavedWeightsName(e.name, report.format))
+        return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
+            .WithPath(model::JoinPath(out, e.name));
   }
   if (options.dry_run) return report;
 
@@ -248,18 +224,35 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   for (size_t k = 0; k < report.files.size(); ++k) {
     const MergeOutputFile& f = report.files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
+    // The copy into the file overlaps with reading the next bytes.
+    BackgroundWriteSink background(sink.get(), options.buffer_bytes);
     Status written = report.format == MergeFormat::kTorch
-                         ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)
-                         : WriteSafetensorsFile(st_files[k], plan, assembler, sink.get(), progress);
+                         ? WriteTorchFile(torch_files[k], plan, assembler, &background, progress)
+                         : WriteSafetensorsFile(st_files[k], plan, assembler, &background, progress);
+    if (written.ok()) written = background.Drain();
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
   }
-  // Every file is complete: commit them, the index last.
+  // Every file is complete: commit them, the index last. Should a commit
+  // fail, the files committed before it are removed again, so no partial
+  // set of shards is left (a file replaced under --force stays replaced).
+  std::vector<std::string> committed;
+  auto roll_back = [&](Status failed) {
+    for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
+    return failed;
+  };
   for (size_t k = 0; k < sinks.size(); ++k) {
-    ZF_TRY(sinks[k]->Commit());
+    if (Status s = sinks[k]->Commit(); !s.ok()) return roll_back(s.WithPath(report.files[k].path));
+    committed.push_back(report.files[k].path);
     report.files[k].bytes = sinks[k]->position();
   }
-  if (!report.index.empty()) ZF_TRY(WriteSmallFile(env, index.path, model::FormatShardIndex(index)));
+  if (!report.index.empty()) {
+    if (Status s = WriteIndex(env, report.index, report.tensor_bytes, weight_map); !s.ok())
+      return roll_back(s.WithPath(report.index));
+  }
+  if (!single_file) {
+    ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, out, report.format, written));
+  }
   report.bytes_read = assembler.bytes_read();
 
   if (options.verify) {

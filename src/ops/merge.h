@@ -12,8 +12,9 @@
 // Memory: O(buffer_bytes + metadata).
 //
 // Every output file goes through an AtomicFileSink; all of them are
-// committed only after the last one is complete (the index last), so a
-// failure leaves no new file behind.
+// committed only after the last one is complete (the index last), and when
+// a commit fails the files committed before it are removed, so a failure
+// leaves no new file behind. (Files replaced under `force` stay replaced.)
 #ifndef ZEROFOLD_OPS_MERGE_H_
 #define ZEROFOLD_OPS_MERGE_H_
 
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/convert.h"
 #include "ops/merge_layout.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
@@ -47,8 +49,10 @@ struct MergeOptions {
   std::optional<MergeFormat> format;
   // A folder OUT is split into shards past this many tensor bytes per file
   // (--max-shard-size; transformers' default, 5 GB). An OUT file is never split.
-  uint64_t max_shard_bytes = 5'000'000'000;
-  // Replace existing output files (--force); without it they are refused.
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;
+  // Replace existing output files (--force); without it they are refused,
+  // as are the files of an earlier save in a folder OUT. With it, a folder
+  // OUT's earlier save is replaced whole: its other shards are removed.
   bool force = false;
   // Plan only (--dry-run): the report is complete, nothing is written.
   bool dry_run = false;
@@ -73,6 +77,7 @@ struct MergeReport {
   MergeFormat format = MergeFormat::kTorch;
   std::vector<MergeOutputFile> files;
   std::string index;        // the index file written, "" when unsharded
+  std::vector<std::string> removed;  // files of an earlier save removed from a folder OUT (force)
   uint64_t tensor_bytes = 0;  // data bytes written (a tie's copy counts in safetensors only)
   uint64_t bytes_read = 0;    // source bytes read to write them (not counting verify)
   size_t params = 0, frozen_params = 0, buffers = 0, ties = 0;  // entries of each kind

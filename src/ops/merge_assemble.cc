@@ -4,7 +4,8 @@
 #include <string>
 
 #include "io/checked_math.h"
-#include "ops/merge_convert.h"
+#include "ops/merge_pickle.h"
+#include "torch/cast.h"
 #include "ops/merge_layout.h"
 
 namespace zerofold::ops {
@@ -15,6 +16,10 @@ constexpr size_t kMinBuffer = 16;  // holds one element of every dtype
 
 }  // namespace
 
+bool CanConvert(torch::DType from, torch::DType to) {
+  return from == to || (torch::IsCastable(from) && torch::IsCastable(to));
+}
+
 TensorAssembler::TensorAssembler(const LoadedZero& loaded, size_t buffer_bytes)
     : loaded_(loaded), buffer_bytes_(std::max(buffer_bytes, kMinBuffer)) {}
 
@@ -24,6 +29,10 @@ Status TensorAssembler::Assemble(const zero::OutputTensor& tensor, const torch::
   if (total != NumelOf(tensor.shape))
     return Status::Internal("the plan gives " + tensor.name + " " + std::to_string(total) + " elements, its shape " +
                             std::to_string(NumelOf(tensor.shape)));
+  // The output is a fresh contiguous tensor: torch's .to() of one rounds
+  // NaNs to bfloat16 as TorchNanRule says for its layout.
+  nan_ = torch::TorchNanRule(tensor.shape, ContiguousStrides(tensor.shape));
+  element_ = 0;
   for (const zero::SourceSlice& s : tensor.slices) ZF_TRY(AssembleSlice(tensor, s, emit));
   return Status::OK();
 }
@@ -68,11 +77,12 @@ Status TensorAssembler::AssembleSlice(const zero::OutputTensor& tensor, const ze
       ZF_TRY(emit(in));
     } else {
       std::span<std::byte> out(out_.data(), n * out_size);
-      Status converted = ConvertElements(slice.dtype, tensor.dtype, in, out);
+      Status converted = torch::CastElements(slice.dtype, tensor.dtype, in, out, nan_, element_);
       if (!converted.ok()) return converted.WithRecord(where.record).WithPath(file.path);
       ZF_TRY(emit(out));
     }
     done += n;
+    element_ += n;
   }
   return Status::OK();
 }

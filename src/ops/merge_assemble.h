@@ -1,7 +1,8 @@
 // Assembling one merged tensor from its plan slices (zero/plan.h): each
 // slice's elements are read from its rank file through a bounded buffer
-// (positional reads), converted to the tensor's output dtype and handed to
-// a consumer, in order. Memory: two buffers of `buffer_bytes`, whatever the
+// (positional reads), converted to the tensor's output dtype (exact
+// widening of 16-bit values; --dtype rounding as torch's .to() rounds a
+// contiguous tensor, torch/cast.h) and handed to a consumer, in order. Memory: two buffers of `buffer_bytes`, whatever the
 // tensor's size.
 //
 // Not thread-safe (the buffers); the LoadedZero must outlive the assembler.
@@ -16,10 +17,16 @@
 
 #include "ops/merge_load.h"
 #include "torch/archive_writer.h"
+#include "torch/cast.h"
 #include "zero/plan.h"
 #include "zerofold/status.h"
 
 namespace zerofold::ops {
+
+// True if the assembler converts elements of `from` into `to`: equal
+// dtypes (copied), or two of float64, float32, float16 and bfloat16
+// (rounded as torch 1.13's .to(), see torch/cast.h).
+bool CanConvert(torch::DType from, torch::DType to);
 
 class TensorAssembler {
  public:
@@ -49,6 +56,8 @@ class TensorAssembler {
   std::vector<std::byte> in_;
   std::vector<std::byte> out_;
   uint64_t bytes_read_ = 0;
+  torch::NanRule nan_;    // of the tensor being assembled
+  uint64_t element_ = 0;  // its next element, in C order
 };
 
 }  // namespace zerofold::ops

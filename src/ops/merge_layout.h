@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/sharding.h"
 #include "zero/description.h"
 #include "zero/plan.h"
 #include "zerofold/result.h"
@@ -32,7 +33,8 @@ struct MergeLayout {
   std::vector<OutputEntry> entries;  // output order
 };
 
-enum class MergeFormat : uint8_t { kTorch, kSafetensors };
+// Output formats: those of Hugging Face shards (ops/sharding.h).
+using MergeFormat = ShardFormat;
 
 // "torch", "safetensors".
 std::string_view MergeFormatName(MergeFormat format);

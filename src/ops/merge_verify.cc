@@ -14,18 +14,12 @@ namespace zerofold::ops {
 
 namespace {
 
-constexpr char kHexDigits[] = "0123456789abcdef";
-
-void AppendHex(uint64_t v, std::string* out) {
-  for (int shift = 60; shift >= 0; shift -= 4) out->push_back(kHexDigits[(v >> shift) & 0xF]);
-}
-
 Status Mismatch(const std::string& path, const std::string& name, std::string why) {
   return Status::Corrupt("verify: " + std::move(why)).WithPath(path).WithRecord(name);
 }
 
 // Hashes `len` bytes of `src` at `offset` through `buffer`.
-Result<Digest128> HashRange(const RandomSource& src, uint64_t offset, uint64_t len, std::vector<std::byte>& buffer,
+Result<Hash128> HashRange(const RandomSource& src, uint64_t offset, uint64_t len, std::vector<std::byte>& buffer,
                             Xxh3Hasher& hasher, const std::function<void(uint64_t)>& progress) {
   hasher.Reset();
   uint64_t done = 0;
@@ -40,11 +34,10 @@ Result<Digest128> HashRange(const RandomSource& src, uint64_t offset, uint64_t l
   return hasher.Digest();
 }
 
-// What one output file must hold for an entry, and where its bytes are.
+// What an output file holds for an entry.
 struct Found {
   torch::DType dtype;
   std::vector<int64_t> shape;
-  uint64_t data_offset = 0;  // absolute
   uint64_t nbytes = 0;
 };
 
@@ -52,11 +45,11 @@ class Verifier {
  public:
   Verifier(const zero::MergePlan& plan, const MergeLayout& layout, TensorAssembler& assembler, size_t buffer_bytes,
            const std::function<void(uint64_t)>& progress)
-      : plan_(plan), layout_(layout), assembler_(assembler), buffer_(std::max<size_t>(buffer_bytes, 4096)),
+      : plan_(plan), layout_(layout), assembler_(assembler), buffer_(std::max(buffer_bytes, kMinDigestBuffer)),
         progress_(progress) {}
 
   // The digest of plan tensor `tensor` assembled from the rank files.
-  Result<Digest128> SourceDigest(size_t tensor) {
+  Result<Hash128> SourceDigest(size_t tensor) {
     auto hit = source_digests_.find(tensor);
     if (hit != source_digests_.end()) return hit->second;
     hasher_.Reset();
@@ -64,14 +57,15 @@ class Verifier {
       hasher_.Update(bytes);
       return Status::OK();
     }));
-    Digest128 d = hasher_.Digest();
+    Hash128 d = hasher_.Digest();
     source_digests_.emplace(tensor, d);
     return d;
   }
 
-  // Checks one entry against what the file holds.
-  Status Check(const RandomSource& src, const std::string& path, const OutputEntry& e, const Found& f,
-               VerifyResult* result) {
+  // Checks one entry against what the file holds; `digest` hashes the
+  // entry's bytes in the file.
+  Status Check(const std::string& path, const OutputEntry& e, const Found& f,
+               const std::function<Result<Hash128>()>& digest, VerifyResult* result) {
     const zero::OutputTensor& t = plan_.tensors[e.tensor];
     if (f.dtype != t.dtype)
       return Mismatch(path, e.name, "dtype " + std::string(torch::Info(f.dtype).name) + ", planned " +
@@ -81,9 +75,9 @@ class Verifier {
     if (f.nbytes != OutputBytes(t))
       return Mismatch(path, e.name,
                       std::to_string(f.nbytes) + " bytes, planned " + std::to_string(OutputBytes(t)));
-    Result<Digest128> written = HashRange(src, f.data_offset, f.nbytes, buffer_, hasher_, progress_);
+    Result<Hash128> written = digest();
     if (!written.ok()) return Status(written.status()).WithRecord(e.name).WithPath(path);
-    ZF_ASSIGN_OR_RETURN(Digest128 source, SourceDigest(e.tensor));
+    ZF_ASSIGN_OR_RETURN(Hash128 source, SourceDigest(e.tensor));
     if (!(*written == source))
       return Mismatch(path, e.name,
                       "xxh3-128 of the written bytes " + written->Hex() + ", of the sources' " + source.Hex());
@@ -125,7 +119,12 @@ class Verifier {
       if (s.nbytes != t.nbytes())
         return Mismatch(file.path, e.name, "storage " + s.key + " holds " + std::to_string(s.nbytes) +
                                                " bytes for a tensor of " + std::to_string(t.nbytes()));
-      ZF_TRY(Check(*src, file.path, e, Found{t.dtype, t.shape, s.data_offset, t.nbytes()}, result));
+      auto digest = [&]() -> Result<Hash128> {
+        Result<Hash128> d = TensorDigest(*src, *ckpt, t, buffer_);
+        if (d.ok() && progress_) progress_(t.nbytes());
+        return d;
+      };
+      ZF_TRY(Check(file.path, e, Found{t.dtype, t.shape, t.nbytes()}, digest, result));
     }
     // Ties checked by storage identity count as verified too.
     result->tensors += file.entries.size() - holder_of.size();
@@ -144,9 +143,12 @@ class Verifier {
       const safetensors::TensorInfo* info = header->Find(e.name);
       if (info == nullptr) return Mismatch(file.path, e.name, "not in the output");
       if (!info->torch_dtype) return Mismatch(file.path, e.name, "a dtype torch has no name for");
-      Found f{*info->torch_dtype, {}, info->data_offset, info->byte_size()};
+      Found f{*info->torch_dtype, {}, info->byte_size()};
       for (uint64_t d : info->shape) f.shape.push_back(static_cast<int64_t>(d));
-      ZF_TRY(Check(*src, file.path, e, f, result));
+      auto digest = [&]() {
+        return HashRange(*src, info->data_offset, info->byte_size(), buffer_, hasher_, progress_);
+      };
+      ZF_TRY(Check(file.path, e, f, digest, result));
     }
     return Status::OK();
   }
@@ -158,17 +160,10 @@ class Verifier {
   std::vector<std::byte> buffer_;
   const std::function<void(uint64_t)>& progress_;
   Xxh3Hasher hasher_;
-  std::unordered_map<size_t, Digest128> source_digests_;  // by plan tensor
+  std::unordered_map<size_t, Hash128> source_digests_;  // by plan tensor
 };
 
 }  // namespace
-
-std::string Digest128::Hex() const {
-  std::string out;
-  AppendHex(high, &out);
-  AppendHex(low, &out);
-  return out;
-}
 
 Xxh3Hasher::Xxh3Hasher() : state_(XXH3_createState()) { Reset(); }
 Xxh3Hasher::~Xxh3Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
@@ -176,9 +171,9 @@ void Xxh3Hasher::Reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)
 void Xxh3Hasher::Update(std::span<const std::byte> bytes) {
   XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
 }
-Digest128 Xxh3Hasher::Digest() const {
+Hash128 Xxh3Hasher::Digest() const {
   XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_));
-  return Digest128{h.low64, h.high64};
+  return Hash128{h.low64, h.high64};
 }
 
 Result<VerifyResult> VerifyMergeOutput(Env* env, const zero::MergePlan& plan, const MergeLayout& layout,

@@ -1,8 +1,9 @@
 // --verify for merge: reads every output file back with zerofold's own
 // readers and checks, per entry, the name, dtype, shape and layout (torch:
 // contiguous at offset 0; a tie in its owner's storage, every other entry in
-// a storage of its own) and that the xxh3-128 of the tensor's bytes equals
-// the xxh3-128 of the same bytes assembled anew from the rank files.
+// a storage of its own) and that the xxh3-128 of the tensor's logical bytes
+// (ops/verify.h TensorDigest for torch output) equals the xxh3-128 of the
+// same bytes assembled anew from the rank files.
 #ifndef ZEROFOLD_OPS_MERGE_VERIFY_H_
 #define ZEROFOLD_OPS_MERGE_VERIFY_H_
 
@@ -14,6 +15,7 @@
 
 #include "ops/merge_assemble.h"
 #include "ops/merge_layout.h"
+#include "ops/verify.h"
 #include "torch/checkpoint.h"
 #include "zero/plan.h"
 #include "zerofold/env.h"
@@ -21,15 +23,8 @@
 
 namespace zerofold::ops {
 
-// An xxh3-128 digest.
-struct Digest128 {
-  uint64_t low = 0;
-  uint64_t high = 0;
-  bool operator==(const Digest128&) const = default;
-  std::string Hex() const;  // 32 hex digits, high word first (XXH128_canonical order)
-};
-
-// Streaming xxh3-128 (seed 0). Not thread-safe.
+// Streaming xxh3-128 (seed 0) of bytes given piece by piece, giving the
+// digest type of ops/verify.h. Not thread-safe.
 class Xxh3Hasher {
  public:
   Xxh3Hasher();
@@ -38,7 +33,7 @@ class Xxh3Hasher {
   Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
   void Reset();
   void Update(std::span<const std::byte> bytes);
-  Digest128 Digest() const;
+  Hash128 Digest() const;
 
  private:
   void* state_;  // XXH3_state_t

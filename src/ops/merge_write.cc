@@ -4,7 +4,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ops/shrink.h"
 #include "safetensors/dtype.h"
 #include "torch/archive_writer.h"
 
@@ -18,10 +17,18 @@ constexpr const char* kFormatTorch = "pt";
 
 }  // namespace
 
+std::string ArchiveStem(std::string_view path) {
+  size_t slash = path.find_last_of('/');
+  std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  size_t dot = base.find_last_of('.');
+  if (dot != std::string_view::npos) base = base.substr(0, dot);
+  return std::string(base);
+}
+
 Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayout& layout,
                                     std::span<const size_t> entries, const std::string& path) {
   TorchFilePlan file;
-  file.top_folder = StemOf(path);
+  file.top_folder = ArchiveStem(path);
   std::vector<StateDictEntry> dict;
   dict.reserve(entries.size());
   std::unordered_map<size_t, size_t> local;  // layout entry -> index in dict

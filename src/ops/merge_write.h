@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/merge_assemble.h"
@@ -24,6 +25,12 @@ namespace zerofold::ops {
 
 // Called with the bytes of each chunk written.
 using WriteProgress = std::function<void(uint64_t bytes)>;
+
+// The top folder torch.save gives an archive written to `path`: the file
+// name without its last extension ("model.v2" for "out/model.v2.bin"; "" for
+// ".bin"), as PyTorchStreamWriter's basename() in
+// caffe2/serialize/inline_container.cc cuts it.
+std::string ArchiveStem(std::string_view path);
 
 // A torch file of some layout entries: its pickle and storages.
 struct TorchFilePlan {

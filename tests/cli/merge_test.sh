@@ -53,7 +53,7 @@ expect "one argument" 2 "zerofold: merge: needs CKPT_DIR and OUT
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt
 expect "stdout" 2 "zerofold: merge: OUT must be a file or folder name; merge does not write to stdout
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt -
-expect "--dtype int8" 2 "zerofold: merge: --dtype takes a floating dtype (float32, float16, bfloat16, float64), not 'int8'
+expect "--dtype int8" 2 "zerofold: merge: --dtype takes float32, float16 or bfloat16, not 'int8'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --dtype int8 ckpt out.bin
 expect "--to onnx" 2 "zerofold: merge: --to takes torch or safetensors, not 'onnx'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --to onnx ckpt out
@@ -72,11 +72,18 @@ expect "existing output" 2 "zerofold: out/pytorch_model.bin: invalid argument: e
 expect "--force --verify" 0 "" "$Z" merge --force --verify ckpt out
 expect_stdout "verify summary" "ckpt (ZeRO-3, world size 3) -> out: 27 params, 1 frozen, 2 buffers, 1 tied; 162.2 KB in 1 file
 verified 31 tensors, 162160 bytes"
+expect "shards" 0 "" "$Z" merge --quiet --max-shard-size 40KB --force ckpt out
+[ "$(ls out | wc -l)" = 7 ] && ok || bad "6 shards and the index" "$(ls out)"
+expect "an earlier save" 2 "zerofold: out/pytorch_model-00001-of-00006.bin: invalid argument: is part of an earlier save in the output folder; use --force to replace it" \
+  "$Z" merge ckpt out
 expect "--quiet" 0 "" "$Z" merge --quiet --force ckpt out
+[ "$(ls out)" = pytorch_model.bin ] && ok || bad "--force replaces the earlier save whole" "$(ls out)"
 expect_stdout "quiet prints nothing" ""
 mkdir dir.bin
 expect "OUT file name is a folder" 2 "zerofold: dir.bin: invalid argument: is a folder; a file name ending in .bin, .pt or .safetensors is written as a file" \
   "$Z" merge ckpt dir.bin
+expect "no archive name" 2 "zerofold: .bin: invalid argument: names no archive: torch files need a name before the extension" \
+  "$Z" merge ckpt .bin
 expect "--to against the extension" 2 "zerofold: x.safetensors: invalid argument: --to torch contradicts the safetensors file name" \
   "$Z" merge --to torch ckpt x.safetensors
 expect "--only matching nothing" 2 "zerofold: invalid argument: --only 'decoder.*' matches none of the 31 tensor names (e.g. transformer.emb_scale)" \
@@ -105,7 +112,7 @@ assert (d["params"], d["frozen_params"], d["buffers"], d["ties"]) == (27, 1, 2, 
 t = {x["name"]: x for x in d["tensors"]}
 assert t["lm_head.weight"]["kind"] == "tie" and t["lm_head.weight"]["tied_to"] == "transformer.wte.weight"
 assert t["transformer.wpe.weight"]["kind"] == "frozen param" and len(t["transformer.wpe.weight"]["sources"]) == 3
-assert d["warnings"] == [] and d["index"] is None
+assert d["warnings"] == [] and d["index"] is None and d["removed"] == []
 EOF
 then ok; else bad "json document" "$(cat out.txt)"; fi
 expect "json error" 3 "zerofold: nope: not found: no such folder" "$Z" merge --json nope out

@@ -8,6 +8,7 @@ through tests/torch_oracle.py:
     torch.save writes for the same OrderedDict (ties as model.state_dict() gives them);
   - safetensors output (its own minimal reader here, from the format's spec) and sharded
     output (index, ties in their owner's shard) hold the same values;
+  - --dtype bfloat16/float16 output equals ground truth's floating tensors .to() that dtype;
   - copies with `shared_params` deleted from the model-states files (older DeepSpeed) still
     merge to ground truth: the tie is found from the module's views;
   - against DeepSpeed's own zero_to_fp32.py output: only the documented differences.
@@ -94,13 +95,7 @@ class MergeTest(unittest.TestCase):
         return os.path.join(self.tmp, *parts)
 
     def assert_equal_to_ground_truth(self, got, case, names_in_order=True):
-        want = ground_truth(case)
-        if names_in_order:
-            self.assertEqual(list(got.keys()), list(want.keys()))
-        else:
-            self.assertEqual(sorted(got.keys()), sorted(want.keys()))
-        for name, w in want.items():
-            self.assertEqual(oracle.compare_tensors(got[name], w, True, name), [], name)
+        self.assert_equal_to_ground_truth_values(got, ground_truth(case), names_in_order)
 
     def test_torch_output_equals_ground_truth_with_the_tie_sharing_storage(self):
         for case in CASES:
@@ -145,6 +140,20 @@ class MergeTest(unittest.TestCase):
                 torch.save(sd, ref)
                 with open(ours, "rb") as a, open(ref, "rb") as b:
                     self.assertEqual(a.read(), b.read())
+
+    def test_the_top_folder_is_what_torch_save_names_it(self):
+        case = "zero1_ws2_fp16"
+        got_path = self.out("model.v2.bin")
+        merge(os.path.join(DEEPSPEED, case, "ckpt"), got_path)
+        got = oracle.load(got_path)
+        ref_path = self.out("ref", "model.v2.bin")
+        os.makedirs(os.path.dirname(ref_path))
+        sd = collections.OrderedDict()
+        for name, t in got.items():
+            sd[name] = sd[OWNER].detach() if name == TIE else t.clone()
+        torch.save(sd, ref_path)
+        with open(got_path, "rb") as a, open(ref_path, "rb") as b:
+            self.assertEqual(a.read(), b.read())  # top folder "model.v2", as torch names it
 
     def test_one_file_out_and_safetensors(self):
         case = "zero2_ws3_bf16"
@@ -229,6 +238,32 @@ class MergeTest(unittest.TestCase):
         merge(ckpt, self.out("trainable.bin"), "--exclude-frozen")
         got = oracle.load(self.out("trainable.bin"))
         self.assertEqual(list(got), [n for n in want if n != FROZEN])
+
+    def test_dtype_rounds_as_torch_does(self):
+        for case in CASES:
+            for name, dtype in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+                with self.subTest(case=case, dtype=name):
+                    out = self.out(case + "_" + name)
+                    summary = merge(os.path.join(DEEPSPEED, case, "ckpt"), out, "--dtype", name, "--verify")
+                    self.assertEqual(summary["verified"]["tensors"], 31)
+                    got = oracle.load(os.path.join(out, "pytorch_model.bin"))
+                    want = collections.OrderedDict(
+                        (k, v.to(dtype) if v.is_floating_point() else v) for k, v in ground_truth(case).items())
+                    self.assertEqual(got[INT_BUFFER].dtype, torch.int64)  # integers keep their dtype
+                    self.assert_equal_to_ground_truth_values(got, want)
+                    self.assertEqual(storage_of(got[TIE]), storage_of(got[OWNER]))
+                    st = self.out(case + "_" + name + ".safetensors")
+                    merge(os.path.join(DEEPSPEED, case, "ckpt"), st, "--dtype", name)
+                    got, _ = read_safetensors(st)
+                    self.assert_equal_to_ground_truth_values(got, want, names_in_order=False)
+
+    def assert_equal_to_ground_truth_values(self, got, want, names_in_order=True):
+        if names_in_order:
+            self.assertEqual(list(got.keys()), list(want.keys()))
+        else:
+            self.assertEqual(sorted(got.keys()), sorted(want.keys()))
+        for name, w in want.items():
+            self.assertEqual(oracle.compare_tensors(got[name], w, True, name), [], name)
 
     def test_without_shared_params_the_tie_is_found_from_the_module(self):
         for case in ("zero2_ws3_bf16", "zero3_ws3_fp16"):

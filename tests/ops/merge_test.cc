@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include "ops/merge_load.h"
 #include "ops/merge_pickle.h"
 #include "ops/merge_verify.h"
+#include "ops/merge_write.h"
 #include "safetensors/reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -56,7 +58,7 @@ struct Seen {
   torch::DType dtype;
   std::vector<int64_t> shape;
   std::string storage;
-  Digest128 digest;
+  Hash128 digest;
 };
 
 std::map<std::string, Seen> ReadTorch(const std::string& path) {
@@ -67,15 +69,11 @@ std::map<std::string, Seen> ReadTorch(const std::string& path) {
   REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
   std::map<std::string, Seen> out;
   for (const torch::Tensor& t : ckpt->tensors) {
-    const torch::Storage& s = ckpt->storages[t.storage];
-    std::vector<std::byte> bytes(t.nbytes());
     REQUIRE_EQ(t.stride, ContiguousStrides(t.shape));  // ours and ground truth's alike
-    REQUIRE(ReadExactAt(**src, s.data_offset + static_cast<uint64_t>(t.storage_offset) * torch::Info(t.dtype).itemsize,
-                        bytes)
-                .ok());
-    Xxh3Hasher h;
-    h.Update(bytes);
-    out[t.name] = Seen{t.dtype, t.shape, s.key, h.Digest()};
+    std::vector<std::byte> buffer(4096);
+    Result<Hash128> digest = TensorDigest(**src, *ckpt, t, buffer);
+    REQUIRE(digest.ok());
+    out[t.name] = Seen{t.dtype, t.shape, ckpt->storages[t.storage].key, *digest};
   }
   return out;
 }
@@ -175,6 +173,15 @@ TEST_CASE("merge into shards: each tie in its owner's shard, all names across sh
   CHECK(fs::exists(r->index));
 }
 
+TEST_CASE("ArchiveStem cuts the last extension, as torch.save names the top folder") {
+  CHECK_EQ(ArchiveStem("out/pytorch_model.bin"), "pytorch_model");
+  CHECK_EQ(ArchiveStem("model.v2.bin"), "model.v2");  // torch.save: 'model.v2/data.pkl'
+  CHECK_EQ(ArchiveStem("a.b.c.pt"), "a.b.c");
+  CHECK_EQ(ArchiveStem("/x/y/pytorch_model-00001-of-00002.bin"), "pytorch_model-00001-of-00002");
+  CHECK_EQ(ArchiveStem("noext"), "noext");
+  CHECK_EQ(ArchiveStem("dir/.bin"), "");
+}
+
 TEST_CASE("merge --dry-run writes nothing and sizes the output exactly") {
   TempDir tmp;
   MergeOptions options;
@@ -200,6 +207,36 @@ TEST_CASE("merge refuses to replace an output without force, and replaces it wit
   options.force = true;
   REQUIRE(MergeCheckpoint(Env::Default(), FixtureDir("zero1_ws2_fp16") + "/ckpt", tmp / "m.bin", options).ok());
   CHECK_GT(fs::file_size(tmp / "m.bin"), 100000u);
+}
+
+TEST_CASE("a folder OUT holding an earlier save: refused, or replaced whole with force") {
+  TempDir tmp;
+  const std::string out = tmp / "out";
+  MergeOptions sharded;
+  sharded.max_shard_bytes = 40000;
+  Result<MergeReport> first = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, sharded);
+  REQUIRE(first.ok());
+  REQUIRE_EQ(first->files.size(), 6u);
+  { std::ofstream(out + "/config.json") << "{}"; }
+
+  MergeOptions one;  // unsharded now: pytorch_model.bin is new, the shards are not targets
+  Status s = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, one).status();
+  CHECK_EQ(s.code(), Code::kInvalidArgument);
+  CHECK_EQ(s.path(), out + "/pytorch_model-00001-of-00006.bin");
+  CHECK_EQ(s.message(), "is part of an earlier save in the output folder; use --force to replace it");
+  one.force = true;
+  Result<MergeReport> second = MergeCheckpoint(Env::Default(), FixtureDir("zero3_ws3_fp16") + "/ckpt", out, one);
+  REQUIRE_MESSAGE(second.ok(), second.status().ToString());
+  std::vector<std::string> removed = {"pytorch_model-00001-of-00006.bin", "pytorch_model-00002-of-00006.bin",
+                                      "pytorch_model-00003-of-00006.bin", "pytorch_model-00004-of-00006.bin",
+                                      "pytorch_model-00005-of-00006.bin", "pytorch_model-00006-of-00006.bin",
+                                      "pytorch_model.bin.index.json"};
+  CHECK_EQ(second->removed, removed);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK_EQ(left, std::vector<std::string>{"config.json", "pytorch_model.bin"});
+  CheckEqualToGroundTruth(ReadTorch(out + "/pytorch_model.bin"), "zero3_ws3_fp16");
 }
 
 TEST_CASE("FindTagFolder: latest, --tag, a tag folder itself, and what is no checkpoint") {
