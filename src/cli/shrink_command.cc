@@ -184,8 +184,6 @@ int RunShrink(const std::vector<std::string>& argv) {
   // output carries the archive, so reports go to stderr.
   const bool stream_in = io::IsStreamName(in);
   const bool to_stdout = out == io::kStdioName;
-  if (options.verify && (stream_in || io::IsStreamName(out)))
-    return UsageError("shrink", "--verify reads input and output again as files; - and .zst names are streams");
   if ((stream_in || io::IsStreamName(out)) && (args.Value("to").value_or("torch") != "torch" || args.Has("max-shard-size")))
     return UsageError("shrink", "--to safetensors and --max-shard-size write files of their own; - and .zst names are streams");
   if (in_place && (stream_in || io::IsStreamName(out)))
