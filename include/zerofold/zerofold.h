@@ -1,0 +1,323 @@
+/* zerofold C API: shrink, merge, inspect and verify PyTorch checkpoints from
+ * C (or any language with a C FFI), without Python or libtorch.
+ *
+ * Conventions (as in LevelDB's include/leveldb/c.h):
+ *   - Every name starts with zf_ (ZF_ for constants). The header is C99 and
+ *     C++ clean, and includes only <stddef.h> and <stdint.h>.
+ *   - Options are opaque handles made by *_create and released by
+ *     *_destroy, set through setters, so new options never change the ABI.
+ *   - Paths are NUL-terminated strings, passed to the operating system as
+ *     they are. Bytes handed back are a pointer plus a length.
+ *   - Every call that can fail returns a zf_code and takes a zf_error* last,
+ *     which may be NULL; the return value alone tells success (ZF_OK).
+ *   - Memory the library hands out (zf_inspect_json) is released with
+ *     zf_free. Nothing else handed back needs releasing.
+ *   - No call throws, prints, exits, installs signal handlers, or keeps
+ *     state between calls. Inputs are never modified unless asked
+ *     (in_place); every output file is written to a temp file in its folder
+ *     and renamed over the target only when complete, so a failed call
+ *     leaves no partial output.
+ *   - Threading: distinct calls may run concurrently on distinct files. An
+ *     options handle may be shared by concurrent calls once set up; it must
+ *     not be changed or destroyed while a call uses it.
+ *
+ * The library is C++: a C program links it with the C++ runtime and the
+ * libraries it uses (-lzerofold -lzstd -lxxhash -lstdc++ -lpthread; meson
+ * does this for a target that depends on zerofold_dep).
+ */
+#ifndef ZEROFOLD_ZEROFOLD_H_
+#define ZEROFOLD_ZEROFOLD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ZF_EXPORT __attribute__((visibility("default")))
+#else
+#define ZF_EXPORT
+#endif
+
+/* C++ callers see that no call throws. */
+#ifdef __cplusplus
+#define ZF_NOEXCEPT noexcept
+#else
+#define ZF_NOEXCEPT
+#endif
+
+/* ---- Errors ------------------------------------------------------------ */
+
+/* What went wrong, chosen by what the caller does next. The values are part
+ * of the interface: they never change, and new codes are only appended.
+ * ZF_E_CORRUPT .. ZF_E_INTERNAL equal the library's Status codes
+ * (zerofold/status.h); the comment gives the CLI's exit code for each. */
+typedef enum zf_code {
+  ZF_OK = 0,                 /* success                                  exit 0 */
+  ZF_E_CORRUPT = 1,          /* bytes contradict the format              exit 1 */
+  ZF_E_UNSUPPORTED = 2,      /* valid but not handled (deflated entry,
+                                TorchScript, big-endian data)            exit 1 */
+  ZF_E_UNSAFE = 3,           /* a pickle global that would run code;
+                                zf_shrink_options_set_keep_unsafe        exit 1 */
+  ZF_E_LIMIT = 4,            /* a configured limit was hit               exit 1 */
+  ZF_E_INVALID_ARGUMENT = 5, /* the call asked for something
+                                meaningless or refused (existing OUT)    exit 2 */
+  ZF_E_NOT_FOUND = 6,        /* a named file or record does not exist    exit 3 */
+  ZF_E_IO = 7,               /* the operating system failed a read or
+                                write                                    exit 3 */
+  ZF_E_INTERNAL = 8,         /* a zerofold bug                           exit 4 */
+  ZF_E_NOMEM = 9             /* out of memory                            exit 4 */
+} zf_code;
+
+/* zf_error.offset when no offset is known. */
+#define ZF_NO_OFFSET UINT64_MAX
+
+/* Where and why a call failed, filled by every call that takes one.
+ *
+ * The caller owns the struct and its buffers, and points message, path and
+ * record at buffers of its own (or sets them to NULL with size 0: a
+ * zero-initialized zf_error is valid and receives only code and offset).
+ * Each text is copied truncated to its buffer's size minus one and always
+ * NUL-terminated; *_length is the full length, so a text was truncated
+ * exactly when its length >= its buffer's size.
+ *
+ * On success: code ZF_OK, offset ZF_NO_OFFSET, empty texts, lengths 0.
+ * On failure:
+ *   code     the zf_code the call returned;
+ *   offset   an absolute byte offset in `path` (in .zst input: of the
+ *            decompressed bytes), or ZF_NO_OFFSET;
+ *   path     the file concerned ("" when the arguments themselves were
+ *            refused);
+ *   record   the zip entry, "header" for safetensors, or a tensor name, or
+ *            "": bytes from the file, copied as they are (they may hold
+ *            any byte, NUL included; record_length counts them all);
+ *   message  why, with the numbers observed and allowed.
+ * The CLI prints the same fields as "PATH: RECORD @ OFFSET: code: message".
+ * The fields never change or move. */
+typedef struct zf_error {
+  char* message;       /* in: buffer for the message, or NULL */
+  size_t message_size; /* in: its size in bytes, or 0 */
+  char* path;          /* in: buffer for the path, or NULL */
+  size_t path_size;
+  char* record;        /* in: buffer for the record, or NULL */
+  size_t record_size;
+  zf_code code;          /* out */
+  uint64_t offset;       /* out */
+  size_t message_length; /* out: full length, without the NUL */
+  size_t path_length;    /* out */
+  size_t record_length;  /* out */
+} zf_error;
+
+/* "ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
+ * "not found", "io", "internal", "out of memory" (the CLI's wording);
+ * "unknown" for any other value. A static string; never NULL. */
+ZF_EXPORT const char* zf_code_name(zf_code code) ZF_NOEXCEPT;
+
+/* The library's version, "MAJOR.MINOR.PATCH" (as `zerofold --version`
+ * prints it). A static string; never NULL. */
+ZF_EXPORT const char* zf_version(void) ZF_NOEXCEPT;
+
+/* Releases memory the library handed out. NULL is ignored. */
+ZF_EXPORT void zf_free(void* p) ZF_NOEXCEPT;
+
+/* Progress: called with the bytes done so far and the total, at most once
+ * per buffer, on the thread that made the call. `phase` is "shrink",
+ * "merge" or "verify". It must return normally (no exception, no longjmp)
+ * and must not call back into the options handle in use. */
+typedef void (*zf_progress_fn)(void* user, const char* phase, uint64_t done, uint64_t total);
+
+/* ---- shrink ------------------------------------------------------------ */
+
+/* Options of zf_shrink. Why a handle and not a struct: options grow, and a
+ * handle lets them grow without a size field in every caller's struct or a
+ * rebuild of every caller. Defaults are the CLI's without flags. */
+typedef struct zf_shrink_options zf_shrink_options;
+
+/* A handle with every option at its default; NULL when out of memory. */
+ZF_EXPORT zf_shrink_options* zf_shrink_options_create(void) ZF_NOEXCEPT;
+/* NULL is ignored. */
+ZF_EXPORT void zf_shrink_options_destroy(zf_shrink_options* options) ZF_NOEXCEPT;
+
+/* Each boolean setter takes 0 (the default) or nonzero. A NULL handle is
+ * ignored by the setters returning void and refused with
+ * ZF_E_INVALID_ARGUMENT by the others. */
+/* Plan and report sizes; write nothing (--dry-run). */
+ZF_EXPORT void zf_shrink_options_set_dry_run(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* After writing, read the output back and compare every tensor's xxh3-128
+ * with the input's (--verify). Torch file output only: zf_shrink refuses it
+ * with dry_run, a dtype, safetensors, shards, or a stream name. */
+ZF_EXPORT void zf_shrink_options_set_verify(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* Replace IN itself, each file atomically (--in-place); OUT is then NULL
+ * or IN. */
+ZF_EXPORT void zf_shrink_options_set_in_place(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* Replace an existing OUT file (--force); without it, zf_shrink refuses an
+ * existing OUT file with ZF_E_INVALID_ARGUMENT. */
+ZF_EXPORT void zf_shrink_options_set_force(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* Carry pickle globals that would run code through unchanged, never run
+ * (--keep-unsafe); without it such inputs fail with ZF_E_UNSAFE. */
+ZF_EXPORT void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* Write safetensors instead of torch files (--to safetensors). */
+ZF_EXPORT void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* Cast floating tensors as torch's .to() does (--dtype): "bfloat16",
+ * "float16" or "float32"; NULL or "" keeps every dtype (the default).
+ * ZF_E_INVALID_ARGUMENT for any other name, and the option is unchanged. */
+ZF_EXPORT zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name, zf_error* err) ZF_NOEXCEPT;
+/* Write only the subtree at this key path, keys joined by '/' (--select,
+ * e.g. "module"); NULL or "" writes everything (the default). A file IN
+ * only. ZF_E_NOMEM when the copy fails. */
+ZF_EXPORT zf_code zf_shrink_options_set_select(zf_shrink_options* options, const char* keypath, zf_error* err) ZF_NOEXCEPT;
+/* Split a folder OUT into Hugging Face shards holding at most this many
+ * tensor bytes each (--max-shard-size; default 5000000000, transformers'
+ * "5GB"). Setting it asks for shards, so OUT must be a folder (an existing
+ * one, or a name ending in '/'). ZF_E_INVALID_ARGUMENT for 0. */
+ZF_EXPORT zf_code zf_shrink_options_set_max_shard_size(zf_shrink_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
+/* Bytes copied per read (--buffer-size; default 4 MiB): memory stays
+ * O(buffer + metadata). ZF_E_INVALID_ARGUMENT outside 4 KiB .. 4 GiB. */
+ZF_EXPORT zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
+/* Progress reports (phase "shrink"); fn NULL turns them off (the default). */
+ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+
+/* What zf_shrink did (or, for a dry run, would do). The fields never change
+ * or move. */
+typedef struct zf_shrink_report {
+  uint64_t input_bytes;      /* bytes of the input checkpoint file(s) */
+  uint64_t output_bytes;     /* bytes of the output checkpoint file(s), exact also for dry runs */
+  uint64_t output_files;     /* checkpoint files written; an index and copied files not counted */
+  uint64_t tensors;          /* tensors written, each name counted */
+  uint64_t verified_tensors; /* verify: tensors found equal; else 0 */
+  uint64_t verified_bytes;   /* verify: their logical bytes; else 0 */
+} zf_shrink_report;
+
+/* Shrinks `in` into `out` as `zerofold shrink [FLAGS] IN OUT` does: every
+ * tensor rewritten into exactly sized storage, streaming.
+ *   - `in` a torch file (zip or legacy format) and `out` a file; or `in` a
+ *     Hugging Face folder (pytorch_model.bin.index.json and its shards, or
+ *     pytorch_model.bin) and `out` a folder (created), which receives every
+ *     shard shrunk, the index, and the folder's other files copied.
+ *   - `out` is a folder in transformers' layout also when it exists as a
+ *     folder or ends in '/' (pytorch_model.bin, or shards past
+ *     max_shard_size; with to_safetensors, model.safetensors and so on).
+ *   - "-" is standard input or output and a name ending in ".zst" is zstd
+ *     compressed; such names are read or written in one forward pass.
+ * options NULL means every default. report may be NULL; on failure its
+ * contents are unspecified.
+ * Errors: ZF_E_INVALID_ARGUMENT, with an empty path, for a NULL `in`, a
+ * NULL `out` without in_place, `out` equal to `in` without in_place, an
+ * existing OUT file without force, and option combinations the CLI refuses
+ * (verify with dry_run; select with a folder or in_place; to_safetensors
+ * with in_place; shards or safetensors on a stream name); otherwise the
+ * readers' and writers' errors, with path, record and offset. */
+ZF_EXPORT zf_code zf_shrink(const char* in, const char* out, const zf_shrink_options* options,
+                            zf_shrink_report* report, zf_error* err) ZF_NOEXCEPT;
+
+/* ---- merge ------------------------------------------------------------- */
+
+/* Options of zf_merge; a handle for the reason given for zf_shrink_options. */
+typedef struct zf_merge_options zf_merge_options;
+
+/* A handle with every option at its default; NULL when out of memory. */
+ZF_EXPORT zf_merge_options* zf_merge_options_create(void) ZF_NOEXCEPT;
+/* NULL is ignored. */
+ZF_EXPORT void zf_merge_options_destroy(zf_merge_options* options) ZF_NOEXCEPT;
+
+/* Plan only; write nothing (--dry-run). */
+ZF_EXPORT void zf_merge_options_set_dry_run(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* Read every output file back and check each tensor against the rank
+ * files (--verify). Refused with dry_run. */
+ZF_EXPORT void zf_merge_options_set_verify(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* Replace existing output files, and a folder OUT's earlier save whole
+ * (--force); without it they are refused with ZF_E_INVALID_ARGUMENT. */
+ZF_EXPORT void zf_merge_options_set_force(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* Leave frozen params out (--exclude-frozen). */
+ZF_EXPORT void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* Output format (--to): nonzero safetensors, 0 torch. Unset (the
+ * default): safetensors when OUT ends in ".safetensors", else torch. */
+ZF_EXPORT void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* The dtype of every floating tensor (--dtype): "float32" (the default),
+ * "float16" or "bfloat16"; NULL or "" restores the default.
+ * ZF_E_INVALID_ARGUMENT for any other name, and the option is unchanged. */
+ZF_EXPORT zf_code zf_merge_options_set_dtype(zf_merge_options* options, const char* name, zf_error* err) ZF_NOEXCEPT;
+/* The tag folder to merge (--tag); NULL or "" (the default): the one the
+ * checkpoint's `latest` file names. ZF_E_NOMEM when the copy fails. */
+ZF_EXPORT zf_code zf_merge_options_set_tag(zf_merge_options* options, const char* tag, zf_error* err) ZF_NOEXCEPT;
+/* Adds a glob pattern (*, ?, [..]) on tensor names (--only); when any is
+ * set, only matching names are merged (ties follow). ZF_E_INVALID_ARGUMENT
+ * for NULL or "". */
+ZF_EXPORT zf_code zf_merge_options_add_only(zf_merge_options* options, const char* pattern, zf_error* err) ZF_NOEXCEPT;
+/* Split a folder OUT into shards past this many tensor bytes
+ * (--max-shard-size; default 5000000000). ZF_E_INVALID_ARGUMENT for 0. */
+ZF_EXPORT zf_code zf_merge_options_set_max_shard_size(zf_merge_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
+/* Bytes per read (--buffer-size; default 4 MiB). ZF_E_INVALID_ARGUMENT
+ * outside 4 KiB .. 4 GiB. */
+ZF_EXPORT zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
+/* Progress reports (phases "merge", then "verify"); fn NULL turns them off. */
+ZF_EXPORT void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+
+/* What zf_merge did (or, for a dry run, would do). The fields never change
+ * or move. */
+typedef struct zf_merge_report {
+  int32_t zero_stage;        /* 1, 2 or 3 */
+  uint32_t world_size;       /* data-parallel ranks */
+  uint64_t output_files;     /* checkpoint files written; the index not counted */
+  uint64_t output_bytes;     /* their bytes, exact also for dry runs */
+  uint64_t tensor_bytes;     /* tensor data bytes written */
+  uint64_t bytes_read;       /* rank-file bytes read to write them */
+  uint64_t params;           /* trainable params */
+  uint64_t frozen_params;
+  uint64_t buffers;
+  uint64_t ties;             /* names tied to another name */
+  uint64_t verified_tensors; /* verify: tensors found equal; else 0 */
+  uint64_t verified_bytes;   /* verify: their bytes; else 0 */
+} zf_merge_report;
+
+/* Rebuilds the full model of the DeepSpeed ZeRO stage 1/2/3 checkpoint in
+ * `ckpt_dir` (holding `latest` and global_stepN/ folders, or a tag folder
+ * itself) into `out`, as `zerofold merge [FLAGS] CKPT_DIR OUT` does: a file
+ * when `out` ends in .bin, .pt or .safetensors, else a folder (created)
+ * receiving pytorch_model.bin / model.safetensors, or shards and an index.
+ * Output files appear only when all of them are complete. options NULL
+ * means every default; report may be NULL (unspecified on failure).
+ * Errors: ZF_E_INVALID_ARGUMENT for a NULL or "-" argument, verify with
+ * dry_run, existing outputs without force, a format contradicting OUT's
+ * extension; the checkpoint's errors with path, record and offset. */
+ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge_options* options,
+                           zf_merge_report* report, zf_error* err) ZF_NOEXCEPT;
+
+/* ---- inspect and verify ------------------------------------------------ */
+
+/* Lists `path` (a torch file, a safetensors file, or a Hugging Face model
+ * folder) as `zerofold inspect --json PATH` does, reading no tensor bytes:
+ * the same JSON document, byte for byte, trailing newline included (schema
+ * in README.md). A file that cannot be listed appears in the document with
+ * an "error" object, as in the CLI.
+ * On return *json is the document, NUL-terminated, and *json_length its
+ * length (json_length may be NULL), or *json is NULL when no document could
+ * be made (invalid arguments, out of memory). Release *json with zf_free
+ * whatever the code.
+ * Returns ZF_OK when every file was listed; otherwise the code of the first
+ * failure, whose path, record and offset fill err. */
+ZF_EXPORT zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
+
+/* What zf_verify compared. The fields never change or move. */
+typedef struct zf_verify_report {
+  uint64_t tensors; /* tensors compared (a tied tensor once per name) */
+  uint64_t bytes;   /* their logical bytes */
+} zf_verify_report;
+
+/* Compares every tensor of the torch file `a` with the tensor at the same
+ * position in the torch file `b`: the same name, dtype, shape, stride,
+ * requires_grad, Parameter-ness and xxh3-128 of the logical bytes (storages
+ * and offsets may differ, so a file and its zf_shrink output are equal).
+ * ZF_E_CORRUPT with b's path and the tensor's name as record at the first
+ * difference, saying what differs; ZF_E_UNSUPPORTED for a safetensors file;
+ * the readers' errors with the path of the file that failed. report may be
+ * NULL (unspecified on failure). */
+ZF_EXPORT zf_code zf_verify(const char* a, const char* b, zf_verify_report* report, zf_error* err) ZF_NOEXCEPT;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ZEROFOLD_ZEROFOLD_H_ */

@@ -1,0 +1,75 @@
+// zf_inspect_json, and the calls that hand memory and constants out:
+// zf_free, zf_version.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "capi/capi_version.h"
+#include "capi/error.h"
+#include "cli/json_output.h"
+#include "model/hf_folder.h"
+#include "model/listing.h"
+#include "zerofold/env.h"
+#include "zerofold/zerofold.h"
+
+namespace zerofold::capi {
+
+namespace {
+
+// `zerofold inspect --json PATH` for one PATH (src/cli/inspect_command.cc):
+// the same calls and the same document writer. Returns the first failure;
+// `doc` is the document either way.
+Status InspectJson(const std::string& path, std::string* doc) {
+  Env* env = Env::Default();
+  const model::ListOptions options;
+  cli::JsonFiles json_files;
+  Status first;
+  Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
+  if (!files.ok()) {
+    json_files.AddError(path, files.status());
+    first = files.status();
+  } else {
+    for (const std::string& file : files->files) {
+      Result<model::Listing> listing = model::ListFile(env, file, options);
+      if (listing.ok()) {
+        json_files.Add(*listing);
+        continue;
+      }
+      json_files.AddError(file, listing.status());
+      if (first.ok()) first = listing.status();
+    }
+  }
+  *doc = json_files.Finish();
+  return first;
+}
+
+}  // namespace
+
+}  // namespace zerofold::capi
+
+extern "C" {
+
+const char* zf_version(void) noexcept { return ZF_VERSION_STRING; }
+
+void zf_free(void* p) noexcept { std::free(p); }
+
+zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) noexcept {
+  using zerofold::Status;
+  if (json != nullptr) *json = nullptr;
+  if (json_length != nullptr) *json_length = 0;
+  return zerofold::capi::Guard(err, [&]() -> Status {
+    if (path == nullptr) return Status::InvalidArgument("PATH is NULL");
+    if (json == nullptr) return Status::InvalidArgument("json is NULL; it receives the document");
+    std::string doc;
+    Status status = zerofold::capi::InspectJson(path, &doc);
+    // malloc, so that zf_free (free) releases it; the document may be large.
+    char* copy = static_cast<char*>(std::malloc(doc.size() + 1));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, doc.data(), doc.size() + 1);
+    *json = copy;
+    if (json_length != nullptr) *json_length = doc.size();
+    return status;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,64 @@
+// zf_merge: `zerofold merge` (src/cli/merge_command.cc) over the same
+// library call, ops::MergeCheckpoint.
+#include <cstdint>
+#include <string>
+
+#include "capi/error.h"
+#include "capi/options.h"
+#include "ops/merge.h"
+#include "zerofold/env.h"
+#include "zerofold/zerofold.h"
+
+namespace zerofold::capi {
+
+namespace {
+
+void Fill(const ops::MergeReport& r, zf_merge_report* report) {
+  report->zero_stage = r.plan.zero_stage;
+  report->world_size = r.plan.world_size;
+  for (const ops::MergeOutputFile& f : r.files) {
+    report->output_files += 1;
+    report->output_bytes += f.bytes;
+  }
+  report->tensor_bytes = r.tensor_bytes;
+  report->bytes_read = r.bytes_read;
+  report->params = r.params;
+  report->frozen_params = r.frozen_params;
+  report->buffers = r.buffers;
+  report->ties = r.ties;
+  report->verified_tensors = r.verified ? r.verified_tensors : 0;
+  report->verified_bytes = r.verified ? r.verified_bytes : 0;
+}
+
+// The CLI's refusals before the library call, worded for the C options.
+Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_options& o, zf_merge_report* report) {
+  if (out == "-") return Status::InvalidArgument("OUT must be a file or folder name; merge does not write to stdout");
+  ops::MergeOptions options = o.merge;
+  if (options.dry_run && options.verify) return Status::InvalidArgument("verify checks written files; drop dry_run");
+  if (o.progress != nullptr)
+    options.progress = [&o](const char* phase, uint64_t done, uint64_t total) {
+      o.progress(o.progress_user, phase, done, total);
+    };
+  Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  if (!r.ok()) return r.status();
+  Fill(*r, report);
+  return Status::OK();
+}
+
+}  // namespace
+
+}  // namespace zerofold::capi
+
+extern "C" zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge_options* options,
+                            zf_merge_report* report, zf_error* err) noexcept {
+  using zerofold::Status;
+  return zerofold::capi::Guard(err, [&]() -> Status {
+    zf_merge_report local{};
+    zf_merge_report* r = report != nullptr ? report : &local;
+    *r = zf_merge_report{};
+    if (ckpt_dir == nullptr) return Status::InvalidArgument("CKPT_DIR is NULL");
+    if (out == nullptr) return Status::InvalidArgument("OUT is NULL");
+    const zf_merge_options defaults;
+    return zerofold::capi::Merge(ckpt_dir, out, options != nullptr ? *options : defaults, r);
+  });
+}

@@ -1,0 +1,203 @@
+#include "capi/options.h"
+
+#include <new>
+#include <string>
+#include <utility>
+
+#include "capi/error.h"
+#include "ops/cast.h"
+
+namespace zerofold::capi {
+
+namespace {
+
+// The CLI's --buffer-size range.
+constexpr uint64_t kMinBufferBytes = uint64_t{4} << 10;
+constexpr uint64_t kMaxBufferBytes = uint64_t{4} << 30;
+
+Status CheckBufferBytes(uint64_t bytes) {
+  if (bytes < kMinBufferBytes || bytes > kMaxBufferBytes || !std::in_range<size_t>(bytes))
+    return Status::InvalidArgument("buffer_bytes " + std::to_string(bytes) + " is outside 4096 .. 4294967296");
+  return Status::OK();
+}
+
+Status CheckShardBytes(uint64_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument("max_shard_size must be at least 1 byte");
+  return Status::OK();
+}
+
+// `name` parsed as a cast target; nullopt for NULL or "" (every dtype kept).
+Result<std::optional<torch::DType>> ParseDType(const char* name, const char* which) {
+  if (name == nullptr || *name == '\0') return std::optional<torch::DType>();
+  std::optional<torch::DType> d = ops::ParseCastTarget(name);
+  if (!d) return Status::InvalidArgument(std::string(which) + " takes bfloat16, float16 or float32, not '" + name + "'");
+  return d;
+}
+
+}  // namespace
+
+Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
+
+}  // namespace zerofold::capi
+
+using zerofold::Result;
+using zerofold::Status;
+using zerofold::capi::Guard;
+
+extern "C" {
+
+// ---- zf_shrink_options ----
+
+zf_shrink_options* zf_shrink_options_create(void) noexcept {
+  try {
+    return new zf_shrink_options();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void zf_shrink_options_destroy(zf_shrink_options* options) noexcept { delete options; }
+
+void zf_shrink_options_set_dry_run(zf_shrink_options* options, int on) noexcept {
+  if (options) options->shrink.dry_run = on != 0;
+}
+void zf_shrink_options_set_verify(zf_shrink_options* options, int on) noexcept {
+  if (options) options->shrink.verify = on != 0;
+}
+void zf_shrink_options_set_in_place(zf_shrink_options* options, int on) noexcept {
+  if (options) options->in_place = on != 0;
+}
+void zf_shrink_options_set_force(zf_shrink_options* options, int on) noexcept {
+  if (options) options->force = on != 0;
+}
+void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) noexcept {
+  if (options) options->shrink.keep_unsafe = on != 0;
+}
+void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, int on) noexcept {
+  if (options) options->to_safetensors = on != 0;
+}
+
+zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    Result<std::optional<zerofold::torch::DType>> d = zerofold::capi::ParseDType(name, "dtype");
+    if (!d.ok()) return d.status();
+    options->shrink.dtype = *d;
+    return Status::OK();
+  });
+}
+
+zf_code zf_shrink_options_set_select(zf_shrink_options* options, const char* keypath, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    options->shrink.select = keypath == nullptr ? "" : keypath;
+    return Status::OK();
+  });
+}
+
+zf_code zf_shrink_options_set_max_shard_size(zf_shrink_options* options, uint64_t bytes, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    ZF_TRY(zerofold::capi::CheckShardBytes(bytes));
+    options->max_shard_bytes = bytes;
+    return Status::OK();
+  });
+}
+
+zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t bytes, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    ZF_TRY(zerofold::capi::CheckBufferBytes(bytes));
+    options->shrink.buffer_bytes = static_cast<size_t>(bytes);
+    return Status::OK();
+  });
+}
+
+void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->progress = fn;
+  options->progress_user = user;
+}
+
+// ---- zf_merge_options ----
+
+zf_merge_options* zf_merge_options_create(void) noexcept {
+  try {
+    return new zf_merge_options();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void zf_merge_options_destroy(zf_merge_options* options) noexcept { delete options; }
+
+void zf_merge_options_set_dry_run(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.dry_run = on != 0;
+}
+void zf_merge_options_set_verify(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.verify = on != 0;
+}
+void zf_merge_options_set_force(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.force = on != 0;
+}
+void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.exclude_frozen = on != 0;
+}
+void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) noexcept {
+  using zerofold::ops::MergeFormat;
+  if (options) options->merge.format = on != 0 ? MergeFormat::kSafetensors : MergeFormat::kTorch;
+}
+
+zf_code zf_merge_options_set_dtype(zf_merge_options* options, const char* name, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    Result<std::optional<zerofold::torch::DType>> d = zerofold::capi::ParseDType(name, "dtype");
+    if (!d.ok()) return d.status();
+    options->merge.dtype = *d;
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_set_tag(zf_merge_options* options, const char* tag, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (tag == nullptr || *tag == '\0') options->merge.tag.reset();
+    else options->merge.tag = std::string(tag);
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_add_only(zf_merge_options* options, const char* pattern, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
+    options->merge.only.emplace_back(pattern);
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_set_max_shard_size(zf_merge_options* options, uint64_t bytes, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    ZF_TRY(zerofold::capi::CheckShardBytes(bytes));
+    options->merge.max_shard_bytes = bytes;
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t bytes, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    ZF_TRY(zerofold::capi::CheckBufferBytes(bytes));
+    options->merge.buffer_bytes = static_cast<size_t>(bytes);
+    return Status::OK();
+  });
+}
+
+void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->progress = fn;
+  options->progress_user = user;
+}
+
+}  // extern "C"

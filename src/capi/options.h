@@ -1,0 +1,33 @@
+// The option handles of the C API (zerofold.h): the library's options plus
+// what only the C entry points decide (in place, force, format, shards) and
+// the caller's progress callback.
+#ifndef ZEROFOLD_CAPI_OPTIONS_H_
+#define ZEROFOLD_CAPI_OPTIONS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "ops/merge.h"
+#include "ops/shrink.h"
+#include "zerofold/zerofold.h"
+
+struct zf_shrink_options {
+  // dry_run, verify, keep_unsafe, buffer_bytes, dtype, select; progress stays empty.
+  zerofold::ops::ShrinkOptions shrink;
+  bool in_place = false;
+  bool force = false;
+  bool to_safetensors = false;
+  // Set: shards into a folder OUT of at most this many bytes each.
+  std::optional<uint64_t> max_shard_bytes;
+  zf_progress_fn progress = nullptr;
+  void* progress_user = nullptr;
+};
+
+struct zf_merge_options {
+  // Every merge option; progress stays empty.
+  zerofold::ops::MergeOptions merge;
+  zf_progress_fn progress = nullptr;
+  void* progress_user = nullptr;
+};
+
+#endif  // ZEROFOLD_CAPI_OPTIONS_H_
