@@ -53,6 +53,7 @@ run() {
 }
 
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
+run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
 for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
   run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"

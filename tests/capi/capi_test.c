@@ -1,0 +1,728 @@
+/* The C API (include/zerofold/zerofold.h), driven from C11: every call on
+ * real fixtures, compared with what the zerofold CLI does with the same
+ * arguments (output bytes, JSON documents, error lines), and the error
+ * contract (codes, path, record, offset, truncation, NULL err).
+ *
+ * Usage: capi_test [ZEROFOLD_BINARY]  (default: $ZEROFOLD, else the build's)
+ * Prints "FAIL: ..." per failed check and ends with "N passed, F failed". */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zerofold/zerofold.h"
+
+#ifndef ZF_SOURCE_ROOT
+#error "ZF_SOURCE_ROOT must name the repository root"
+#endif
+#ifndef ZF_CLI
+#error "ZF_CLI must name the zerofold binary"
+#endif
+
+/* The values are part of the interface: pinned at compile time. */
+_Static_assert(ZF_OK == 0, "ZF_OK");
+_Static_assert(ZF_E_CORRUPT == 1, "ZF_E_CORRUPT");
+_Static_assert(ZF_E_UNSUPPORTED == 2, "ZF_E_UNSUPPORTED");
+_Static_assert(ZF_E_UNSAFE == 3, "ZF_E_UNSAFE");
+_Static_assert(ZF_E_LIMIT == 4, "ZF_E_LIMIT");
+_Static_assert(ZF_E_INVALID_ARGUMENT == 5, "ZF_E_INVALID_ARGUMENT");
+_Static_assert(ZF_E_NOT_FOUND == 6, "ZF_E_NOT_FOUND");
+_Static_assert(ZF_E_IO == 7, "ZF_E_IO");
+_Static_assert(ZF_E_INTERNAL == 8, "ZF_E_INTERNAL");
+_Static_assert(ZF_E_NOMEM == 9, "ZF_E_NOMEM");
+_Static_assert(ZF_NO_OFFSET == UINT64_MAX, "ZF_NO_OFFSET");
+
+static int checks;
+static int failures;
+static const char* cli = ZF_CLI;
+static const char* fixtures = ZF_SOURCE_ROOT "/fixtures";
+static char tmp[256];
+
+static void fail(const char* file, int line, const char* fmt, ...) {
+  va_list ap;
+  ++failures;
+  printf("FAIL: %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+}
+
+#define CHECK(cond)                                                \
+  do {                                                             \
+    ++checks;                                                      \
+    if (!(cond)) fail(__FILE__, __LINE__, "%s", #cond);            \
+  } while (0)
+#define CHECK_EQ_U64(got, want)                                                                      \
+  do {                                                                                               \
+    unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);              \
+    ++checks;                                                                                        \
+    if (g_ != w_) fail(__FILE__, __LINE__, "%s is %llu, want %llu (%s)", #got, g_, w_, #want);       \
+  } while (0)
+#define CHECK_STR(got, want)                                                                         \
+  do {                                                                                               \
+    const char *g_ = (got), *w_ = (want);                                                            \
+    ++checks;                                                                                        \
+    if (g_ == NULL || strcmp(g_, w_) != 0)                                                           \
+      fail(__FILE__, __LINE__, "%s is \"%s\", want \"%s\"", #got, g_ ? g_ : "(null)", w_);          \
+  } while (0)
+#define CHECK_CODE(got, want)                                                                        \
+  do {                                                                                               \
+    zf_code g_ = (got), w_ = (want);                                                                 \
+    ++checks;                                                                                        \
+    if (g_ != w_) fail(__FILE__, __LINE__, "%s returned %s, want %s", #got, zf_code_name(g_),        \
+                       zf_code_name(w_));                                                            \
+  } while (0)
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* A path (or any text) in a local buffer: PATH(name, format, ...). */
+#define PATH(name, ...)   \
+  char name[1024];        \
+  snprintf(name, sizeof name, __VA_ARGS__)
+
+/* snprintf into a static ring of buffers: for arguments used at once, never
+ * kept (the 16th call after reuses the buffer). */
+static const char* fmt(const char* f, ...) {
+  static char ring[16][2048];
+  static int next;
+  char* out = ring[next++ % 16];
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(out, sizeof ring[0], f, ap);
+  va_end(ap);
+  return out;
+}
+
+/* The whole file, NUL-terminated, or NULL; *len its size. Free with free(). */
+static char* read_all(const char* path, size_t* len) {
+  FILE* f = fopen(path, "rb");
+  char* data = NULL;
+  size_t n = 0, cap = 0;
+  if (f == NULL) return NULL;
+  for (;;) {
+    if (n + 4096 + 1 > cap) {
+      cap = (cap + 4096 + 1) * 2;
+      char* grown = realloc(data, cap);
+      if (grown == NULL) break;
+      data = grown;
+    }
+    size_t got = fread(data + n, 1, 4096, f);
+    n += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  if (data != NULL) data[n] = '\0';
+  if (len != NULL) *len = n;
+  return data;
+}
+
+static int exists(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static long long file_size(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* 1 when both files exist and hold the same bytes. */
+static int same_bytes(const char* a, const char* b) {
+  size_t na = 0, nb = 0;
+  char* da = read_all(a, &na);
+  char* db = read_all(b, &nb);
+  int same = da != NULL && db != NULL && na == nb && memcmp(da, db, na) == 0;
+  free(da);
+  free(db);
+  return same;
+}
+
+/* The names in `dir`, sorted, joined by ' '. */
+static const char* listing(const char* dir) {
+  static char out[4096];
+  char names[64][256];
+  int n = 0;
+  DIR* d = opendir(dir);
+  out[0] = '\0';
+  if (d == NULL) return "(no folder)";
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL && n < 64) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+  }
+  closedir(d);
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; --j) {
+      char t[256];
+      memcpy(t, names[j], sizeof t);
+      memcpy(names[j], names[j - 1], sizeof t);
+      memcpy(names[j - 1], t, sizeof t);
+    }
+  for (int i = 0; i < n; ++i) {
+    strncat(out, names[i], sizeof out - strlen(out) - 1);
+    if (i + 1 < n) strncat(out, " ", sizeof out - strlen(out) - 1);
+  }
+  return out;
+}
+
+/* Checks that folders `a` and `b` hold the same names with the same bytes. */
+#define CHECK_SAME_FOLDER(a, b) check_same_folder(__FILE__, __LINE__, a, b)
+static void check_same_folder(const char* file, int line, const char* a, const char* b) {
+  char names[4096];
+  snprintf(names, sizeof names, "%s", listing(a));
+  ++checks;
+  if (strcmp(names, listing(b)) != 0) {
+    fail(file, line, "%s holds [%s], %s holds [%s]", a, names, b, listing(b));
+    return;
+  }
+  if (names[0] == '\0') {
+    fail(file, line, "%s is empty", a);
+    return;
+  }
+  for (char* name = strtok(names, " "); name != NULL; name = strtok(NULL, " ")) {
+    ++checks;
+    if (!same_bytes(fmt("%s/%s", a, name), fmt("%s/%s", b, name)))
+      fail(file, line, "%s/%s differs from %s/%s", a, name, b, name);
+  }
+}
+
+/* Runs the CLI with `args` (already quoted); its stdout and stderr go to
+ * TMP/cli.out and TMP/cli.err. Returns its exit status. */
+static int run_cli(const char* args) {
+  int rc = system(fmt("'%s' %s >'%s/cli.out' 2>'%s/cli.err'", cli, args, tmp, tmp));
+  return rc == -1 ? -1 : (rc >> 8) & 0xff;
+}
+
+static void sh(const char* command) {
+  if (system(command) != 0) fail(__FILE__, __LINE__, "command failed: %s", command);
+}
+
+/* An error with buffers of `size` bytes (at most 1024) for every text. */
+typedef struct {
+  zf_error e;
+  char message[1024];
+  char path[1024];
+  char record[1024];
+} error_buffers;
+
+static zf_error* error_init(error_buffers* b, size_t size) {
+  memset(b, 0x5a, sizeof *b); /* junk: every field must be written */
+  b->e.message = b->message;
+  b->e.message_size = size;
+  b->e.path = b->path;
+  b->e.path_size = size;
+  b->e.record = b->record;
+  b->e.record_size = size;
+  return &b->e;
+}
+
+/* The CLI's error line for `e`: "zerofold: PATH: RECORD @ OFFSET: code: why". */
+static const char* error_line(const zf_error* e) {
+  static char out[4096];
+  char where[1200] = "";
+  if (e->record[0] != '\0' || e->offset != ZF_NO_OFFSET) {
+    snprintf(where, sizeof where, "%s", e->record);
+    if (e->offset != ZF_NO_OFFSET)
+      snprintf(where + strlen(where), sizeof where - strlen(where), "%s@ %llu", e->record[0] ? " " : "",
+               (unsigned long long)e->offset);
+    strncat(where, ": ", sizeof where - strlen(where) - 1);
+  }
+  snprintf(out, sizeof out, "zerofold: %s%s%s%s: %s\n", e->path, e->path[0] ? ": " : "", where, zf_code_name(e->code),
+           e->message);
+  return out;
+}
+
+/* The CLI's stderr after the last run_cli, first line only. */
+static const char* cli_first_error_line(void) {
+  static char out[4096];
+  char* err = read_all(fmt("%s/cli.err", tmp), NULL);
+  out[0] = '\0';
+  if (err != NULL) {
+    char* nl = strchr(err, '\n');
+    if (nl != NULL) nl[1] = '\0';
+    snprintf(out, sizeof out, "%s", err);
+  }
+  free(err);
+  return out;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_version_and_names(void) {
+  CHECK_EQ_U64(run_cli("--version"), 0);
+  char* out = read_all(fmt("%s/cli.out", tmp), NULL);
+  CHECK_STR(out, fmt("zerofold %s\n", zf_version()));
+  free(out);
+
+  const char* names[] = {"ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
+                         "not found", "io", "internal", "out of memory"};
+  for (int c = 0; c <= 9; ++c) CHECK_STR(zf_code_name((zf_code)c), names[c]);
+  CHECK_STR(zf_code_name((zf_code)10), "unknown");
+  zf_free(NULL);
+}
+
+static void test_shrink_file(void) {
+  PATH(views, "%s/torch/views.pt", fixtures);
+  PATH(out, "%s/views_small.pt", tmp);
+  PATH(want, "%s/views_cli.pt", tmp);
+  CHECK_EQ_U64(run_cli(fmt("shrink '%s' '%s'", views, want)), 0);
+
+  zf_shrink_report r;
+  error_buffers b;
+  memset(&r, 0xff, sizeof r);
+  CHECK_CODE(zf_shrink(views, out, NULL, &r, error_init(&b, sizeof b.message)), ZF_OK);
+  CHECK(same_bytes(out, want));
+  CHECK_EQ_U64(r.input_bytes, 1823);
+  CHECK_EQ_U64(r.output_bytes, 1689);
+  CHECK_EQ_U64(file_size(out), 1689);
+  CHECK_EQ_U64(r.output_files, 1);
+  CHECK_EQ_U64(r.tensors, 6);
+  CHECK_EQ_U64(r.verified_tensors, 0);
+  /* Success clears the error. */
+  CHECK_CODE(b.e.code, ZF_OK);
+  CHECK_EQ_U64(b.e.offset, ZF_NO_OFFSET);
+  CHECK_STR(b.message, "");
+  CHECK_STR(b.path, "");
+  CHECK_STR(b.record, "");
+  CHECK_EQ_U64(b.e.message_length + b.e.path_length + b.e.record_length, 0);
+
+  /* An existing OUT is refused without force, and left as it was. */
+  CHECK_CODE(zf_shrink(views, out, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, fmt("'%s' exists; set force to replace it or in_place to shrink IN itself", out));
+  CHECK_STR(b.path, "");
+  CHECK_EQ_U64(b.e.offset, ZF_NO_OFFSET);
+  CHECK(same_bytes(out, want));
+
+  /* force, verify and a progress callback; NULL report and err. */
+  zf_shrink_options* o = zf_shrink_options_create();
+  CHECK(o != NULL);
+  zf_shrink_options_set_force(o, 1);
+  zf_shrink_options_set_verify(o, 1);
+  CHECK_CODE(zf_shrink(views, out, o, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.verified_tensors, 6);
+  CHECK_EQ_U64(r.verified_bytes, 264);
+  CHECK(same_bytes(out, want));
+  CHECK_CODE(zf_shrink(views, out, o, NULL, NULL), ZF_OK);
+
+  /* dry_run writes nothing and reports the exact size. */
+  PATH(dry, "%s/dry.pt", tmp);
+  zf_shrink_options_set_verify(o, 0);
+  zf_shrink_options_set_dry_run(o, 1);
+  CHECK_CODE(zf_shrink(views, dry, o, &r, NULL), ZF_OK);
+  CHECK(!exists(dry));
+  CHECK_EQ_U64(r.output_bytes, 1689);
+  CHECK_EQ_U64(r.input_bytes, 1823);
+
+  /* verify with dry_run is refused, as the CLI refuses it. */
+  zf_shrink_options_set_verify(o, 1);
+  CHECK_CODE(zf_shrink(views, dry, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "verify reads the output back; dry_run writes none");
+  zf_shrink_options_destroy(o);
+}
+
+/* What a progress callback saw. `phases` lists the phases allowed, in order. */
+typedef struct {
+  const char* phases[2];
+  int calls;
+  int bad;       /* calls out of order: a phase not allowed or gone back, done falling or past total */
+  int phase;     /* index of the current phase */
+  uint64_t last_done;
+  uint64_t last_total;
+} progress_seen;
+
+static void on_progress(void* user, const char* phase, uint64_t done, uint64_t total) {
+  progress_seen* p = user;
+  if (p->phases[p->phase] == NULL || strcmp(phase, p->phases[p->phase]) != 0) {
+    if (p->phase == 0 && p->phases[1] != NULL && strcmp(phase, p->phases[1]) == 0) {
+      p->phase = 1;
+      p->last_done = 0;
+    } else {
+      ++p->bad;
+    }
+  }
+  if (done < p->last_done || done > total) ++p->bad;
+  ++p->calls;
+  p->last_done = done;
+  p->last_total = total;
+}
+
+static void test_shrink_in_place_and_progress(void) {
+  PATH(views, "%s/torch/views.pt", fixtures);
+  PATH(copy, "%s/in_place.pt", tmp);
+  sh(fmt("cp '%s' '%s'", views, copy));
+  zf_shrink_options* o = zf_shrink_options_create();
+  progress_seen p = {{"shrink", NULL}, 0, 0, 0, 0, 0};
+  zf_shrink_options_set_in_place(o, 1);
+  zf_shrink_options_set_progress(o, on_progress, &p);
+  /* in_place takes OUT NULL or IN itself. */
+  error_buffers b;
+  CHECK_CODE(zf_shrink(copy, fmt("%s/other.pt", tmp), o, NULL, error_init(&b, sizeof b.message)),
+             ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "in_place replaces IN; OUT must be NULL or IN");
+  CHECK(same_bytes(copy, views));
+  CHECK_CODE(zf_shrink(copy, NULL, o, NULL, NULL), ZF_OK);
+  CHECK(same_bytes(copy, fmt("%s/views_cli.pt", tmp)));
+  CHECK(p.calls > 0);
+  CHECK_EQ_U64(p.bad, 0);
+  CHECK(p.last_total > 0);
+  CHECK_EQ_U64(p.last_done, p.last_total);
+  zf_shrink_options_destroy(o);
+
+  /* Without in_place, OUT = IN is refused as an existing OUT, and with
+   * force as IN itself; the file is untouched. */
+  sh(fmt("cp '%s' '%s'", views, copy));
+  CHECK_CODE(zf_shrink(copy, copy, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, fmt("'%s' exists; set force to replace it or in_place to shrink IN itself", copy));
+  o = zf_shrink_options_create();
+  zf_shrink_options_set_force(o, 1);
+  CHECK_CODE(zf_shrink(copy, copy, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "OUT is IN; set in_place to replace the input");
+  zf_shrink_options_destroy(o);
+  CHECK(same_bytes(copy, views));
+  CHECK_CODE(zf_shrink(copy, NULL, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "OUT is NULL; set in_place to replace IN");
+  CHECK_CODE(zf_shrink(NULL, copy, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+}
+
+static void test_shrink_folder(void) {
+  PATH(hf, "%s/hf/bloated", fixtures);
+  PATH(want, "%s/hf_cli", tmp);
+  PATH(got, "%s/hf_capi", tmp);
+  CHECK_EQ_U64(run_cli(fmt("shrink --quiet '%s' '%s'", hf, want)), 0);
+  zf_shrink_report r;
+  CHECK_CODE(zf_shrink(hf, got, NULL, &r, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(got, want);
+  CHECK_STR(listing(got), "config.json pytorch_model-00001-of-00003.bin pytorch_model-00002-of-00003.bin "
+                          "pytorch_model-00003-of-00003.bin pytorch_model.bin.index.json");
+  CHECK_EQ_U64(r.output_files, 3);
+  long long sum = 0, in_sum = 0;
+  for (int k = 1; k <= 3; ++k) {
+    sum += file_size(fmt("%s/pytorch_model-0000%d-of-00003.bin", got, k));
+    in_sum += file_size(fmt("%s/pytorch_model-0000%d-of-00003.bin", hf, k));
+  }
+  CHECK_EQ_U64(r.output_bytes, sum);
+  CHECK_EQ_U64(r.input_bytes, in_sum);
+  CHECK(r.output_bytes < r.input_bytes);
+
+  /* The folder as safetensors shards: --to safetensors --max-shard-size 8000. */
+  PATH(st_want, "%s/st_cli", tmp);
+  PATH(st_got, "%s/st_capi", tmp);
+  CHECK_EQ_U64(run_cli(fmt("shrink --quiet --to safetensors --max-shard-size 8000 '%s' '%s'", hf, st_want)), 0);
+  zf_shrink_options* o = zf_shrink_options_create();
+  zf_shrink_options_set_to_safetensors(o, 1);
+  CHECK_CODE(zf_shrink_options_set_max_shard_size(o, 8000, NULL), ZF_OK);
+  CHECK_CODE(zf_shrink(hf, st_got, o, &r, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(st_got, st_want);
+  CHECK(r.output_files > 1);
+  /* Shards need a folder OUT. */
+  error_buffers b;
+  CHECK_CODE(zf_shrink(fmt("%s/torch/views.pt", fixtures), fmt("%s/st.safetensors", tmp), o, NULL,
+                       error_init(&b, sizeof b.message)),
+             ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "max_shard_size writes shards into a folder; make OUT a folder (end it with '/')");
+  zf_shrink_options_destroy(o);
+}
+
+static void test_shrink_select_dtype(void) {
+  PATH(model, "%s/deepspeed/zero2_ws3_bf16/ckpt/global_step2/mp_rank_00_model_states.pt", fixtures);
+  PATH(want, "%s/select_cli.bin", tmp);
+  PATH(got, "%s/select_capi.bin", tmp);
+  CHECK_EQ_U64(run_cli(fmt("shrink --quiet --select module --dtype float32 '%s' '%s'", model, want)), 0);
+  zf_shrink_options* o = zf_shrink_options_create();
+  CHECK_CODE(zf_shrink_options_set_select(o, "module", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink_options_set_dtype(o, "float32", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink(model, got, o, NULL, NULL), ZF_OK);
+  CHECK(same_bytes(got, want));
+  CHECK(file_size(got) > 0);
+
+  error_buffers b;
+  CHECK_CODE(zf_shrink_options_set_dtype(o, "int8", error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "dtype takes bfloat16, float16 or float32, not 'int8'");
+  CHECK_CODE(zf_shrink_options_set_buffer_bytes(o, 12, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "buffer_bytes 12 is outside 4096 .. 4294967296");
+  CHECK_CODE(zf_shrink_options_set_buffer_bytes(o, 4096, NULL), ZF_OK);
+  CHECK_CODE(zf_shrink_options_set_max_shard_size(o, 0, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK_CODE(zf_shrink_options_set_dtype(NULL, "float32", NULL), ZF_E_INVALID_ARGUMENT);
+  zf_shrink_options_set_dry_run(NULL, 1); /* ignored */
+  /* The failed setter left the dtype as it was: the output is the same. */
+  zf_shrink_options_set_force(o, 1);
+  CHECK_CODE(zf_shrink(model, got, o, NULL, NULL), ZF_OK);
+  CHECK(same_bytes(got, want));
+  /* select with a folder is refused. */
+  CHECK_CODE(zf_shrink(fmt("%s/hf/bloated", fixtures), fmt("%s/sel_dir", tmp), o, NULL,
+                       error_init(&b, sizeof b.message)),
+             ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "select takes one checkpoint file, not a folder");
+  zf_shrink_options_destroy(o);
+}
+
+/* One bad input: zf_shrink fails with `code`, `record` and `offset`, and
+ * the error line built from zf_error is the CLI's, byte for byte; the CLI
+ * exits with cli_rc. */
+static void check_bad_input(const char* in, zf_code code, const char* record, uint64_t offset, const char* message,
+                            int cli_rc) {
+  error_buffers b;
+  PATH(out, "%s/bad_out.pt", tmp);
+  CHECK_CODE(zf_shrink(in, out, NULL, NULL, error_init(&b, sizeof b.message)), code);
+  CHECK_CODE(b.e.code, code);
+  CHECK_STR(b.path, in);
+  CHECK_EQ_U64(b.e.path_length, strlen(in));
+  CHECK_STR(b.record, record);
+  CHECK_EQ_U64(b.e.offset, offset);
+  CHECK_STR(b.message, message);
+  CHECK_EQ_U64(b.e.message_length, strlen(message));
+  CHECK(!exists(out));
+  CHECK_EQ_U64(run_cli(fmt("shrink '%s' '%s'", in, out)), cli_rc);
+  CHECK_STR(error_line(&b.e), cli_first_error_line());
+  /* NULL err: the same code. */
+  CHECK_CODE(zf_shrink(in, out, NULL, NULL, NULL), code);
+}
+
+static void test_errors(void) {
+  PATH(cut, "%s/cut.pt", tmp);
+  sh(fmt("head -c 2000 '%s/torch/state_dict.pt' >'%s'", fixtures, cut));
+  check_bad_input(cut, ZF_E_CORRUPT, "", 0,
+                  "no end of central directory record in the last 2000 bytes: not a zip archive, or truncated", 1);
+  PATH(legacy_cut, "%s/legacy_cut.pt", tmp);
+  sh(fmt("head -c 300 '%s/torch/legacy_state_dict.pt' >'%s'", fixtures, legacy_cut));
+  check_bad_input(legacy_cut, ZF_E_CORRUPT, "object pickle", 299, "truncated: BININT1 needs 1 bytes, 0 left", 1);
+  PATH(deflated, "%s/bad/deflated.pt", fixtures);
+  check_bad_input(deflated, ZF_E_UNSUPPORTED, "deflated/data.pkl", 1389,
+                  "compression method 8 (deflate); only stored entries (method 0) are read", 1);
+  PATH(unsafe, "%s/bad/unsafe_eval.pt", fixtures);
+  check_bad_input(unsafe, ZF_E_UNSAFE, "", ZF_NO_OFFSET,
+                  "pickle references globals that would run code when torch.load reads it: builtins.eval "
+                  "(--keep-unsafe carries them through unexecuted)", 1);
+  PATH(missing, "%s/no_such.pt", tmp);
+  check_bad_input(missing, ZF_E_NOT_FOUND, "", ZF_NO_OFFSET, "open: No such file or directory", 3);
+
+  /* keep_unsafe carries the global through. */
+  zf_shrink_options* o = zf_shrink_options_create();
+  zf_shrink_options_set_keep_unsafe(o, 1);
+  CHECK_CODE(zf_shrink(unsafe, fmt("%s/unsafe_kept.pt", tmp), o, NULL, NULL), ZF_OK);
+  zf_shrink_options_destroy(o);
+
+  /* Small buffers: truncated, NUL-terminated, full lengths reported. */
+  error_buffers b;
+  zf_error* e = error_init(&b, 8);
+  CHECK_CODE(zf_shrink(legacy_cut, fmt("%s/bad_out.pt", tmp), NULL, NULL, e), ZF_E_CORRUPT);
+  CHECK_STR(b.message, "truncat");
+  CHECK_EQ_U64(e->message_length, strlen("truncated: BININT1 needs 1 bytes, 0 left"));
+  CHECK_STR(b.record, "object ");
+  CHECK_EQ_U64(e->record_length, strlen("object pickle"));
+  CHECK_EQ_U64(strlen(b.path), 7);
+  CHECK(strncmp(b.path, legacy_cut, 7) == 0);
+  CHECK_EQ_U64(e->path_length, strlen(legacy_cut));
+  CHECK_EQ_U64(e->offset, 299);
+  CHECK(b.message[8] == 0x5a); /* nothing written past the buffer */
+  e = error_init(&b, 1);
+  CHECK_CODE(zf_shrink(legacy_cut, fmt("%s/bad_out.pt", tmp), NULL, NULL, e), ZF_E_CORRUPT);
+  CHECK_STR(b.message, "");
+  CHECK_STR(b.record, "");
+  CHECK(b.message[1] == 0x5a);
+  CHECK_EQ_U64(e->message_length, strlen("truncated: BININT1 needs 1 bytes, 0 left"));
+  /* No buffers at all: code, offset and lengths only. */
+  zf_error bare;
+  memset(&bare, 0, sizeof bare);
+  CHECK_CODE(zf_shrink(legacy_cut, fmt("%s/bad_out.pt", tmp), NULL, NULL, &bare), ZF_E_CORRUPT);
+  CHECK_CODE(bare.code, ZF_E_CORRUPT);
+  CHECK_EQ_U64(bare.offset, 299);
+  CHECK_EQ_U64(bare.record_length, strlen("object pickle"));
+  CHECK(bare.message == NULL);
+}
+
+static void test_merge(void) {
+  PATH(ckpt, "%s/deepspeed/zero3_ws3_fp16/ckpt", fixtures);
+  PATH(want, "%s/merge_cli", tmp);
+  PATH(got, "%s/merge_capi", tmp);
+  CHECK_EQ_U64(run_cli(fmt("merge --quiet '%s' '%s'", ckpt, want)), 0);
+  zf_merge_report r;
+  memset(&r, 0xff, sizeof r);
+  CHECK_CODE(zf_merge(ckpt, got, NULL, &r, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(got, want);
+  CHECK_STR(listing(got), "pytorch_model.bin");
+  CHECK_EQ_U64(r.zero_stage, 3);
+  CHECK_EQ_U64(r.world_size, 3);
+  CHECK_EQ_U64(r.params, 27);
+  CHECK_EQ_U64(r.frozen_params, 1);
+  CHECK_EQ_U64(r.buffers, 2);
+  CHECK_EQ_U64(r.ties, 1);
+  CHECK_EQ_U64(r.output_files, 1);
+  CHECK_EQ_U64(r.output_bytes, file_size(fmt("%s/pytorch_model.bin", got)));
+  CHECK_EQ_U64(r.verified_tensors, 0);
+
+  /* An existing output is refused without force; then force and verify. */
+  error_buffers b;
+  CHECK_CODE(zf_merge(ckpt, got, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.path, fmt("%s/pytorch_model.bin", got));
+  CHECK_STR(b.message, "exists; use --force to replace it");
+  zf_merge_options* o = zf_merge_options_create();
+  progress_seen p = {{"merge", "verify"}, 0, 0, 0, 0, 0};
+  zf_merge_options_set_force(o, 1);
+  zf_merge_options_set_verify(o, 1);
+  zf_merge_options_set_progress(o, on_progress, &p);
+  CHECK_CODE(zf_merge(ckpt, got, o, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.verified_tensors, 31);
+  CHECK_EQ_U64(r.verified_bytes, 162160);
+  CHECK_EQ_U64(r.tensor_bytes, 162160);
+  CHECK(p.calls > 0);
+  CHECK_EQ_U64(p.bad, 0);
+  CHECK_EQ_U64(p.phase, 1);
+  CHECK_EQ_U64(p.last_done, p.last_total);
+  CHECK_SAME_FOLDER(got, want);
+  zf_merge_options_destroy(o);
+
+  /* One safetensors file, float16, only some names. */
+  PATH(st_want, "%s/merge_cli.safetensors", tmp);
+  PATH(st_got, "%s/merge_capi.safetensors", tmp);
+  CHECK_EQ_U64(run_cli(fmt("merge --quiet --dtype float16 --only 'transformer.h.0.*,lm_head.*' '%s' '%s'", ckpt,
+                           st_want)),
+               0);
+  o = zf_merge_options_create();
+  CHECK_CODE(zf_merge_options_set_dtype(o, "float16", NULL), ZF_OK);
+  CHECK_CODE(zf_merge_options_add_only(o, "transformer.h.0.*", NULL), ZF_OK);
+  CHECK_CODE(zf_merge_options_add_only(o, "lm_head.*", NULL), ZF_OK);
+  CHECK_CODE(zf_merge(ckpt, st_got, o, &r, NULL), ZF_OK);
+  CHECK(same_bytes(st_got, st_want));
+  CHECK_EQ_U64(r.output_bytes, file_size(st_got));
+  CHECK(r.params < 27);
+  /* Refusals. */
+  CHECK_CODE(zf_merge_options_add_only(o, "", error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "only needs a pattern");
+  CHECK_CODE(zf_merge_options_set_dtype(o, "int8", NULL), ZF_E_INVALID_ARGUMENT);
+  zf_merge_options_set_dry_run(o, 1);
+  zf_merge_options_set_verify(o, 1);
+  CHECK_CODE(zf_merge(ckpt, fmt("%s/x.bin", tmp), o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "verify checks written files; drop dry_run");
+  zf_merge_options_set_verify(o, 0);
+  CHECK_CODE(zf_merge(ckpt, fmt("%s/x.bin", tmp), o, &r, NULL), ZF_OK);
+  CHECK(!exists(fmt("%s/x.bin", tmp)));
+  CHECK(r.output_bytes > 0);
+  CHECK_CODE(zf_merge(ckpt, "-", NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK_CODE(zf_merge(NULL, got, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  zf_merge_options_destroy(o);
+
+  /* Not a checkpoint folder: the library's error, as the CLI prints it. */
+  PATH(empty, "%s/empty_ckpt", tmp);
+  sh(fmt("mkdir -p '%s'", empty));
+  CHECK_CODE(zf_merge(empty, fmt("%s/y.bin", tmp), NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_NOT_FOUND);
+  CHECK_EQ_U64(run_cli(fmt("merge '%s' '%s/y.bin'", empty, tmp)), 3);
+  CHECK_STR(error_line(&b.e), cli_first_error_line());
+}
+
+/* zf_inspect_json(path) returns `code` and the CLI's stdout for
+ * `inspect --json path`, byte for byte. */
+static void check_inspect(const char* path, zf_code code) {
+  char* json = (char*)1;
+  size_t len = 12345;
+  error_buffers b;
+  CHECK_CODE(zf_inspect_json(path, &json, &len, error_init(&b, sizeof b.message)), code);
+  run_cli(fmt("inspect --json '%s'", path));
+  size_t want_len = 0;
+  char* want = read_all(fmt("%s/cli.out", tmp), &want_len);
+  CHECK(want != NULL && want_len > 0);
+  CHECK(json != NULL);
+  CHECK_EQ_U64(len, want_len);
+  if (json != NULL && want != NULL) {
+    CHECK(memcmp(json, want, want_len) == 0 && json[len] == '\0');
+    if (strcmp(json, want) != 0) printf("  zf_inspect_json: %s\n  CLI:             %s\n", json, want);
+  }
+  if (code != ZF_OK) CHECK_STR(error_line(&b.e), cli_first_error_line());
+  free(want);
+  zf_free(json);
+}
+
+static void test_inspect(void) {
+  static const struct {
+    const char* under; /* "f" fixtures, "t" the temp folder */
+    const char* path;
+    zf_code code;
+  } cases[] = {
+      {"f", "torch/views.pt", ZF_OK},
+      {"f", "torch/legacy_views_tied.pt", ZF_OK},
+      {"f", "hf/bloated", ZF_OK},
+      {"t", "st_capi", ZF_OK}, /* safetensors shards written above */
+      {"f", "bad/deflated.pt", ZF_E_UNSUPPORTED},
+      {"t", "no_such.pt", ZF_E_NOT_FOUND},
+      {"t", "legacy_cut.pt", ZF_E_CORRUPT},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    PATH(path, "%s/%s", cases[i].under[0] == 'f' ? fixtures : tmp, cases[i].path);
+    check_inspect(path, cases[i].code);
+  }
+
+  char* json = NULL;
+  CHECK_CODE(zf_inspect_json(fmt("%s/torch/views.pt", fixtures), &json, NULL, NULL), ZF_OK);
+  CHECK(json != NULL && strncmp(json, "{\"files\":[{\"path\":", 18) == 0);
+  zf_free(json);
+  CHECK_CODE(zf_inspect_json(NULL, &json, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK(json == NULL);
+  CHECK_CODE(zf_inspect_json(fmt("%s/torch/views.pt", fixtures), NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+}
+
+static void test_verify(void) {
+  PATH(views, "%s/torch/views.pt", fixtures);
+  zf_verify_report r;
+  memset(&r, 0xff, sizeof r);
+  CHECK_CODE(zf_verify(views, fmt("%s/views_small.pt", tmp), &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.tensors, 6);
+  CHECK_EQ_U64(r.bytes, 264);
+  CHECK_CODE(zf_verify(views, views, NULL, NULL), ZF_OK);
+
+  /* Another tensor count: b's path, no tensor. */
+  error_buffers b;
+  PATH(tied, "%s/torch/tied_weights.pt", fixtures);
+  CHECK_CODE(zf_verify(views, tied, &r, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.path, tied);
+  CHECK_STR(b.record, "");
+  CHECK_STR(b.message, "holds 5 tensors, the input 6");
+  /* A tensor that differs in dtype: b's path and the tensor's name. */
+  PATH(state_dict, "%s/torch/state_dict.pt", fixtures);
+  PATH(cast, "%s/state_dict_bf16.pt", tmp);
+  zf_shrink_options* o = zf_shrink_options_create();
+  CHECK_CODE(zf_shrink_options_set_dtype(o, "bfloat16", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink(state_dict, cast, o, NULL, NULL), ZF_OK);
+  zf_shrink_options_destroy(o);
+  CHECK_CODE(zf_verify(state_dict, cast, &r, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.path, cast);
+  CHECK_STR(b.record, "0.weight");
+  CHECK_STR(b.message, "tensor differs from the input: dtype bfloat16, input float32");
+  CHECK_EQ_U64(b.e.offset, ZF_NO_OFFSET);
+  /* safetensors is refused by name; a missing file is not found. */
+  PATH(st, "%s/st_capi/model-00001-of-00003.safetensors", tmp);
+  CHECK(exists(st));
+  CHECK_CODE(zf_verify(views, st, NULL, error_init(&b, sizeof b.message)), ZF_E_UNSUPPORTED);
+  CHECK_STR(b.path, st);
+  CHECK_STR(b.message, "zf_verify compares torch files; this is a safetensors file");
+  CHECK_CODE(zf_verify(fmt("%s/no_such.pt", tmp), views, NULL, error_init(&b, sizeof b.message)), ZF_E_NOT_FOUND);
+  CHECK_STR(b.path, fmt("%s/no_such.pt", tmp));
+  CHECK_CODE(zf_verify(views, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1) cli = argv[1];
+  else if (getenv("ZEROFOLD") != NULL) cli = getenv("ZEROFOLD");
+  snprintf(tmp, sizeof tmp, "/tmp/zf_capi_test_XXXXXX");
+  if (mkdtemp(tmp) == NULL) {
+    printf("cannot make a temp folder\n0 passed, 1 failed\n");
+    return 1;
+  }
+  test_version_and_names();
+  test_shrink_file();
+  test_shrink_in_place_and_progress();
+  test_shrink_folder();
+  test_shrink_select_dtype();
+  test_errors();
+  test_merge();
+  test_inspect();
+  test_verify();
+  sh(fmt("rm -rf '%s'", tmp));
+  printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures == 0 ? 0 : 1;
+}
