@@ -124,8 +124,10 @@ ZF_EXPORT void zf_free(void* p) ZF_NOEXCEPT;
 
 /* Progress: called with the bytes done so far and the total, at most once
  * per buffer, on the thread that made the call. `phase` is "shrink",
- * "merge" or "verify". It must return normally (no exception, no longjmp)
- * and must not call back into the options handle in use. */
+ * "merge" or "verify"; `done` starts again from 0 when the phase changes
+ * and, for a folder shrunk file by file, with each file. It must return
+ * normally (no exception, no longjmp) and must not change or destroy the
+ * options handle in use. */
 typedef void (*zf_progress_fn)(void* user, const char* phase, uint64_t done, uint64_t total);
 
 /* ---- shrink ------------------------------------------------------------ */
