@@ -34,9 +34,9 @@ Result<std::optional<torch::DType>> ParseDType(const char* name, const char* whi
   return d;
 }
 
-}  // namespace
-
 Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
+
+}  // namespace
 
 }  // namespace zerofold::capi
 
