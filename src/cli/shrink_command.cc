@@ -246,7 +246,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   if (!status.ok()) {
     PrintError(status);
     if (as_json) {
-      json::Writer w;
+      json::Writer w = NewJsonWriter();
       w.BeginObject();
       w.Key("error");
       WriteJsonError(w, status);
@@ -257,7 +257,7 @@ int RunShrink(const std::vector<std::string>& argv) {
     return ExitCodeFor(status);
   }
   if (as_json) {
-    json::Writer w;
+    json::Writer w = NewJsonWriter();
     w.BeginObject();
     w.Key("dry_run");
     w.Bool(options.dry_run);
