@@ -253,6 +253,12 @@ class PosixEnv final : public Env {
     if (::unlink(path.c_str()) != 0) return PosixError(path, "remove", errno);
     return Status::OK();
   }
+
+  Result<FileId> GetFileId(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return PosixError(path, "stat", errno);
+    return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  }
 };
 
 }  // namespace

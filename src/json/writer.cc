@@ -34,6 +34,23 @@ char ShortEscape(uint8_t c) {
 
 Status AppendString(std::string_view s, const WriteOptions& options, std::string* out) {
   size_t bad = FirstInvalidUtf8(s);
+  if (bad != kValidUtf8 && options.escape_invalid_utf8) {
+    std::string valid(s.substr(0, bad));
+    for (size_t i = bad; i < s.size();) {
+      size_t len = Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
+      if (len == 0) {
+        const uint8_t c = static_cast<uint8_t>(s[i]);
+        valid.append("\\x");
+        valid.push_back(kHexDigits[c >> 4]);
+        valid.push_back(kHexDigits[c & 0xF]);
+        len = 1;
+      } else {
+        valid.append(s.data() + i, len);
+      }
+      i += len;
+    }
+    return AppendString(valid, options, out);
+  }
   if (bad != kValidUtf8) {
     return Status::InvalidArgument("JSON output: string is not valid UTF-8 at byte " +
                                    std::to_string(bad) + ": " + QuoteForDisplay(s));

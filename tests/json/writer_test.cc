@@ -42,6 +42,40 @@ TEST_CASE("json writer refuses invalid UTF-8 and leaves the output alone") {
   CHECK_EQ(out, "x");
 }
 
+TEST_CASE("json writer with escape_invalid_utf8 writes bad bytes as \\xNN text, the rest exactly") {
+  WriteOptions o;
+  o.escape_invalid_utf8 = true;
+  struct Case {
+    const char* name;
+    std::string in, want;
+  } cases[] = {
+      {"valid stays exact", "a\\\xc3\xa9\n", "\"a\\\\\xc3\xa9\\n\""},
+      {"one bad byte", "a\xff", "\"a\\\\xff\""},
+      {"bad first, then valid", "\x80\xc3\xa9z", "\"\\\\x80\xc3\xa9z\""},
+      {"truncated sequence, then control", std::string("\xe2\x82\0", 3), "\"\\\\xe2\\\\x82\\u0000\""},
+      {"surrogate", "\xed\xa0\x80", "\"\\\\xed\\\\xa0\\\\x80\""},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string out;
+    REQUIRE(AppendString(c.in, o, &out).ok());
+    CHECK_EQ(out, c.want);
+  }
+  o.ascii_only = true;
+  std::string out;
+  REQUIRE(AppendString("\xc3\xa9\xff", o, &out).ok());
+  CHECK_EQ(out, "\"\\u00e9\\\\xff\"");
+  // In a document: a key and a value, and Finish succeeds.
+  Writer w(o);
+  w.BeginObject();
+  w.Key("k\xfe");
+  w.String("v\xc0");
+  w.EndObject();
+  Result<std::string> doc = w.Finish();
+  REQUIRE(doc.ok());
+  CHECK_EQ(*doc, "{\"k\\\\xfe\":\"v\\\\xc0\"}");
+}
+
 TEST_CASE("QuoteForDisplay never fails and cuts long input") {
   CHECK_EQ(QuoteForDisplay("a\xff\n"), "\"a\\xff\\n\"");
   CHECK_EQ(QuoteForDisplay("abcdef", 3), "\"abc\"...");
