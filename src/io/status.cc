@@ -6,7 +6,7 @@
 
 // A leaf with no project includes: UTF-8 validity is needed here to keep
 // error lines printable.
-#include "json/utf8.h"
+#include "io/utf8.h"
 
 namespace zerofold {
 
@@ -75,7 +75,7 @@ std::string EscapeForDisplay(std::string_view text, Backslash backslash) {
   while (i < text.size()) {
     const uint8_t c = static_cast<uint8_t>(text[i]);
     if (c >= 0x80) {
-      const size_t len = json::Utf8SequenceLength(std::string_view(text.data() + i, text.size() - i));
+      const size_t len = io::Utf8SequenceLength(std::string_view(text.data() + i, text.size() - i));
       // U+0080..U+009F are C2 80..C2 9F.
       const bool c1 = len == 2 && c == 0xC2 && static_cast<uint8_t>(text[i + 1]) <= 0x9F;
       if (len == 0 || c1) {
