@@ -75,6 +75,15 @@ struct DirEntry {
   bool is_dir = false;
 };
 
+// The identity of a file or folder: two paths name the same one (spelled
+// differently, "./x", through a symlink or a hard link) exactly when their
+// FileIds are equal. POSIX: st_dev and st_ino.
+struct FileId {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  friend bool operator==(const FileId&, const FileId&) = default;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -96,7 +105,15 @@ class Env {
   // Reads a whole small file (index.json, `latest`); kLimit above max_bytes.
   virtual Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
+  // The identity of the file or folder at path, following symlinks.
+  // kNotFound if there is nothing at path.
+  virtual Result<FileId> GetFileId(const std::string& path) = 0;
 };
+
+// Whether a and b name the same existing file or folder (Env::GetFileId);
+// false when either does not exist. Other errors (a folder that cannot be
+// searched) are returned.
+Result<bool> SameFile(Env* env, const std::string& a, const std::string& b);
 
 }  // namespace zerofold
 

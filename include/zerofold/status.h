@@ -78,7 +78,10 @@ class [[nodiscard]] Status {
   // less useful than the outer one's).
   Status& SetRecord(std::string_view record);
 
-  // "PATH: RECORD @ OFFSET: code: message", leaving out unset parts.
+  // "PATH: RECORD @ OFFSET: code: message", leaving out unset parts, with
+  // path and record escaped by EscapeForDisplay(..., kEscape) and the
+  // message by EscapeForDisplay(..., kKeep): one printable line of valid
+  // UTF-8 whatever bytes the fields hold.
   std::string ToString() const;
 
   // Drop a status on purpose.
@@ -95,6 +98,23 @@ class [[nodiscard]] Status {
   Status(Code code, std::string message);
   std::unique_ptr<State> state_;
 };
+
+// How error lines show text that may come from an untrusted file (zip entry
+// names, pickle strings and globals, safetensors JSON keys), so that an error
+// stays one line that a terminal shows as is:
+//   backslash                          \\          (kEscape; kKeep: as is)
+//   newline, carriage return, tab      \n \r \t
+//   other bytes 0x00..0x1F, and 0x7F   \xNN        (two lowercase hex digits)
+//   C1 controls U+0080..U+009F         \xc2\xNN    (each byte of the UTF-8)
+//   each byte that does not begin a well-formed UTF-8 sequence (RFC 3629 §4)
+//                                      \xNN
+//   everything else (printable ASCII, other valid UTF-8) as is.
+// With kEscape the escaped text names its bytes unambiguously. kKeep leaves
+// backslashes alone, for messages: they are prose that may quote untrusted
+// text already escaped (json::QuoteForDisplay), whose escapes must not be
+// doubled.
+enum class Backslash { kEscape, kKeep };
+std::string EscapeForDisplay(std::string_view text, Backslash backslash);
 
 // Propagate a non-OK Status.
 #define ZF_TRY(expr)                                   \

@@ -122,7 +122,14 @@ int RunInspect(const std::vector<std::string>& argv) {
       }
     }
   }
-  if (as_json) std::fputs(json_files.Finish().c_str(), stdout);
+  if (as_json) {
+    Result<std::string> text = json_files.Finish();
+    if (!text.ok()) {
+      PrintError(Status::Internal("--json document: " + text.status().message()));
+      return kExitInternal;
+    }
+    std::fputs(text->c_str(), stdout);
+  }
   return worst;
 }
 

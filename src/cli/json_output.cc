@@ -30,7 +30,13 @@ void WriteInts(json::Writer& w, const std::vector<int64_t>& v) {
 
 }  // namespace
 
-JsonFiles::JsonFiles() {
+json::Writer NewJsonWriter() {
+  json::WriteOptions options;
+  options.escape_invalid_utf8 = true;
+  return json::Writer(options);
+}
+
+JsonFiles::JsonFiles() : w_(NewJsonWriter()) {
   w_.BeginObject();
   w_.Key("files");
   w_.BeginArray();
@@ -127,11 +133,11 @@ void JsonFiles::Add(const model::Listing& l) {
   w.EndObject();
 }
 
-std::string JsonFiles::Finish() {
+Result<std::string> JsonFiles::Finish() {
   w_.EndArray();
   w_.EndObject();
-  Result<std::string> out = w_.Finish();
-  return out.ok() ? *out + "\n" : "{\"files\":[]}\n";
+  ZF_ASSIGN_OR_RETURN(std::string out, w_.Finish());
+  return out + "\n";
 }
 
 }  // namespace zerofold::cli

@@ -11,14 +11,21 @@
 
 namespace zerofold::cli {
 
+// The writer of every --json document. Text from files that is not valid
+// UTF-8 (a corrupt entry name, a pickle string) is written with each bad
+// byte as \xNN (json::WriteOptions::escape_invalid_utf8), so a document
+// always parses and never drops what it reports.
+json::Writer NewJsonWriter();
+
 class JsonFiles {
  public:
   JsonFiles();
   void Add(const model::Listing& listing);
   // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
   void AddError(const std::string& path, const Status& status);
-  // The whole document, with a trailing newline.
-  std::string Finish();
+  // The whole document, with a trailing newline; an error only for a
+  // zerofold bug (writer misuse).
+  Result<std::string> Finish();
 
  private:
   json::Writer w_;

@@ -303,7 +303,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (!r.ok()) {
     PrintError(r.status());
     if (as_json) {
-      json::Writer w;
+      json::Writer w = NewJsonWriter();
       w.BeginObject();
       w.Key("error");
       WriteJsonError(w, r.status());
@@ -316,7 +316,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (!quiet)
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
-    json::Writer w;
+    json::Writer w = NewJsonWriter();
     WriteJson(w, *r, options.dry_run);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {

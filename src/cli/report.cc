@@ -18,7 +18,9 @@ void PrintError(const Status& status) {
 }
 
 void PrintWarning(const std::string& path, const std::string& message) {
-  std::fprintf(stderr, "zerofold: %s%swarning: %s\n", path.c_str(), path.empty() ? "" : ": ", message.c_str());
+  // Escaped as Status::ToString escapes its fields: both may hold names from the file.
+  std::fprintf(stderr, "zerofold: %s%swarning: %s\n", EscapeForDisplay(path, Backslash::kEscape).c_str(),
+               path.empty() ? "" : ": ", EscapeForDisplay(message, Backslash::kKeep).c_str());
 }
 
 void PrintHint(const std::string& hint) { std::fprintf(stderr, "zerofold: hint: %s\n", hint.c_str()); }

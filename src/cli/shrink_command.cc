@@ -206,7 +206,18 @@ int RunShrink(const std::vector<std::string>& argv) {
     if (!env->IsDirectory(out) || !OutputIsFolder(env, in, out))
       return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
   }
-  if (!in_place && out == in && !to_stdout) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  if (!in_place && !to_stdout) {
+    // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
+    // link (files or folders): without --in-place the input stays as it is.
+    // The files inside folders are checked by the operations (ops/convert.h
+    // RefuseInputTargets).
+    Result<bool> same = in == io::kStdioName ? Result<bool>(false) : SameFile(env, in, out);
+    if (!same.ok()) {
+      PrintError(same.status());
+      return ExitCodeFor(same.status());
+    }
+    if (out == in || *same) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
+  }
   if (options.verify) {
     // --verify re-reads a torch file output and compares its tensors with the input's, bit for bit.
     std::string why;
@@ -246,7 +257,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   if (!status.ok()) {
     PrintError(status);
     if (as_json) {
-      json::Writer w;
+      json::Writer w = NewJsonWriter();
       w.BeginObject();
       w.Key("error");
       WriteJsonError(w, status);
@@ -257,7 +268,7 @@ int RunShrink(const std::vector<std::string>& argv) {
     return ExitCodeFor(status);
   }
   if (as_json) {
-    json::Writer w;
+    json::Writer w = NewJsonWriter();
     w.BeginObject();
     w.Key("dry_run");
     w.Bool(options.dry_run);

@@ -39,7 +39,7 @@ void WriteStrings(json::Writer& w, const char* key, const std::vector<std::strin
 }
 
 std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
-  json::Writer w;
+  json::Writer w = NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
   w.Bool(dry_run);
@@ -130,7 +130,7 @@ int RunShrinkConversion(const ParsedArgs& args, const std::string& in, const std
   if (!r.ok()) {
     PrintError(r.status());
     if (as_json) {
-      json::Writer w;
+      json::Writer w = NewJsonWriter();
       w.BeginObject();
       w.Key("error");
       WriteJsonError(w, r.status());

@@ -30,6 +30,17 @@ Status StreamSource::Skip(uint64_t n) {
   return Status::OK();
 }
 
+Result<bool> SameFile(Env* env, const std::string& a, const std::string& b) {
+  Result<FileId> id_a = env->GetFileId(a);
+  Result<FileId> id_b = id_a.ok() ? env->GetFileId(b) : id_a;
+  for (const Result<FileId>* id : {&id_a, &id_b}) {
+    if (id->ok()) continue;
+    if (id->status().code() == Code::kNotFound) return false;
+    return id->status();
+  }
+  return *id_a == *id_b;
+}
+
 Status ReadExact(StreamSource& src, std::span<std::byte> dst) {
   size_t done = 0;
   while (done < dst.size()) {

@@ -66,6 +66,7 @@ class FaultEnv final : public Env {
   Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override;
   Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Result<FileId> GetFileId(const std::string& path) override { return base_->GetFileId(path); }
 
  private:
   class Source;

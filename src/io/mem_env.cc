@@ -189,6 +189,27 @@ uint64_t MemEnv::FileId(const std::string& path) const {
   return it == files_.end() ? 0 : it->second.id;
 }
 
+bool MemEnv::Link(const std::string& existing, const std::string& link) {
+  std::string from = Normalize(existing), to = Normalize(link);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(from);
+  if (it == files_.end()) return false;
+  CreateDirsLocked(Parent(to));
+  files_[to] = it->second;
+  return true;
+}
+
+Result<zerofold::FileId> MemEnv::GetFileId(const std::string& path) {
+  std::string norm = Normalize(path);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_.find(norm);
+  if (it != files_.end()) return zerofold::FileId{0, it->second.id};
+  if (!DirExistsLocked(norm)) return Status::NotFound("stat: No such file or directory").WithPath(path);
+  auto [dir, fresh] = dir_ids_.emplace(norm, next_id_);
+  if (fresh) ++next_id_;
+  return zerofold::FileId{0, dir->second};
+}
+
 void MemEnv::SetStdin(std::vector<std::byte> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   stdin_ = std::move(bytes);

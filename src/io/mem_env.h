@@ -9,7 +9,9 @@
 //   - errors use the same codes and carry the path (kNotFound for missing
 //     files, kInvalidArgument for opening a folder as a file).
 // Paths are strings: "a//b/" and "./a/b" are normalized to "a/b"; there is
-// no current directory beyond that, and no symlinks.
+// no current directory beyond that, and no symlinks. Link() makes a second
+// name for a file, as a hard link does; GetFileId gives every file and folder
+// a stable id (a file's is FileId(path)).
 //
 // It also checks the caller's side of the contracts in zerofold/env.h and
 // records each breach in violations(): reading a stream again after it
@@ -57,6 +59,11 @@ class MemEnv final : public Env {
   // Changes whenever the path gets a new file (create, replace, rename
   // onto it), like an inode number; 0 if there is no such file.
   uint64_t FileId(const std::string& path) const;
+  // Test setup: `link` (and its parent folders) becomes a second name of
+  // the file at `existing`, as a hard link: the same bytes and FileId, until
+  // either name gets a new file. False, changing nothing, if there is no
+  // file at `existing`.
+  bool Link(const std::string& existing, const std::string& link);
   // What OpenStream("-") reads and what StdoutSink() wrote.
   void SetStdin(std::vector<std::byte> bytes);
   std::vector<std::byte> StdoutBytes() const;
@@ -74,6 +81,8 @@ class MemEnv final : public Env {
   Status CreateDirs(const std::string& path) override;
   Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override;
   Status RemoveFile(const std::string& path) override;
+  // {0, FileId(path)} for a file; folders get ids of their own.
+  Result<zerofold::FileId> GetFileId(const std::string& path) override;
 
   // "a//b/" -> "a/b", "./a" -> "a", "" -> ".".
   static std::string Normalize(const std::string& path);
@@ -104,6 +113,7 @@ class MemEnv final : public Env {
   mutable std::mutex mu_;
   std::map<std::string, File> files_;
   std::set<std::string> dirs_;
+  std::map<std::string, uint64_t> dir_ids_;  // given out by GetFileId; folders are never removed
   uint64_t next_id_ = 1;
   uint64_t next_temp_ = 1;
   std::vector<std::byte> stdin_;

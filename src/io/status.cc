@@ -1,6 +1,12 @@
 #include "zerofold/status.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+
+// A leaf with no project includes: UTF-8 validity is needed here to keep
+// error lines printable.
+#include "io/utf8.h"
 
 namespace zerofold {
 
@@ -56,12 +62,50 @@ Status& Status::SetRecord(std::string_view record) {
   return *this;
 }
 
+std::string EscapeForDisplay(std::string_view text, Backslash backslash) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto append_hex = [&out](uint8_t b) {
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 0xF];
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const uint8_t c = static_cast<uint8_t>(text[i]);
+    if (c >= 0x80) {
+      const size_t len = io::Utf8SequenceLength(std::string_view(text.data() + i, text.size() - i));
+      // U+0080..U+009F are C2 80..C2 9F.
+      const bool c1 = len == 2 && c == 0xC2 && static_cast<uint8_t>(text[i + 1]) <= 0x9F;
+      if (len == 0 || c1) {
+        for (size_t k = 0; k < std::max<size_t>(len, 1); ++k) append_hex(static_cast<uint8_t>(text[i + k]));
+      } else {
+        out.append(text.data() + i, len);
+      }
+      i += std::max<size_t>(len, 1);
+      continue;
+    }
+    switch (c) {
+      case '\\': out += backslash == Backslash::kEscape ? "\\\\" : "\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) append_hex(c);
+        else out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out;
+}
+
 std::string Status::ToString() const {
   if (!state_) return "ok";
   std::string out;
-  if (!state_->path.empty()) out += state_->path + ": ";
+  if (!state_->path.empty()) out += EscapeForDisplay(state_->path, Backslash::kEscape) + ": ";
   if (!state_->record.empty() || state_->offset != kNoOffset) {
-    out += state_->record;
+    out += EscapeForDisplay(state_->record, Backslash::kEscape);
     if (state_->offset != kNoOffset) {
       if (!state_->record.empty()) out += ' ';
       out += "@ " + std::to_string(state_->offset);
@@ -70,7 +114,7 @@ std::string Status::ToString() const {
   }
   out += CodeName(state_->code);
   out += ": ";
-  out += state_->message;
+  out += EscapeForDisplay(state_->message, Backslash::kKeep);
   return out;
 }
 

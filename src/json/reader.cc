@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "json/utf8.h"
+#include "io/utf8.h"
 #include "json/writer.h"
 
 namespace zerofold::json {
@@ -140,17 +140,17 @@ Status Parser::ParseString(std::string* out) {
         if (!read_unit(pos_ + 6, &low) || low < 0xDC00 || low > 0xDFFF) {
           return Error(pos_, "high surrogate in \\u escape not followed by a low surrogate");
         }
-        AppendUtf8(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00), out);
+        io::AppendUtf8(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00), out);
         pos_ += 12;
       } else {
-        AppendUtf8(unit, out);
+        io::AppendUtf8(unit, out);
         pos_ += 6;
       }
       continue;
     }
     if (c < 0x20) return Error(pos_, "unescaped control character " + Describe(c) + " in string");
     if (c >= 0x80) {
-      size_t len = Utf8SequenceLength(std::string_view(in_.data() + pos_, in_.size() - pos_));
+      size_t len = io::Utf8SequenceLength(std::string_view(in_.data() + pos_, in_.size() - pos_));
       if (len == 0) return Error(pos_, "invalid UTF-8 in string");
       out->append(in_.data() + pos_, len);
       pos_ += len;

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "json/utf8.h"
+#include "io/utf8.h"
 
 namespace zerofold::json {
 
@@ -33,8 +33,25 @@ char ShortEscape(uint8_t c) {
 }  // namespace
 
 Status AppendString(std::string_view s, const WriteOptions& options, std::string* out) {
-  size_t bad = FirstInvalidUtf8(s);
-  if (bad != kValidUtf8) {
+  size_t bad = io::FirstInvalidUtf8(s);
+  if (bad != io::kValidUtf8 && options.escape_invalid_utf8) {
+    std::string valid(s.substr(0, bad));
+    for (size_t i = bad; i < s.size();) {
+      size_t len = io::Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
+      if (len == 0) {
+        const uint8_t c = static_cast<uint8_t>(s[i]);
+        valid.append("\\x");
+        valid.push_back(kHexDigits[c >> 4]);
+        valid.push_back(kHexDigits[c & 0xF]);
+        len = 1;
+      } else {
+        valid.append(s.data() + i, len);
+      }
+      i += len;
+    }
+    return AppendString(valid, options, out);
+  }
+  if (bad != io::kValidUtf8) {
     return Status::InvalidArgument("JSON output: string is not valid UTF-8 at byte " +
                                    std::to_string(bad) + ": " + QuoteForDisplay(s));
   }
@@ -50,8 +67,8 @@ Status AppendString(std::string_view s, const WriteOptions& options, std::string
       AppendU16Escape(c, out);
       ++i;
     } else if (options.ascii_only && c >= 0x7F) {
-      size_t len = c < 0x80 ? 1 : Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
-      uint32_t cp = DecodeUtf8(std::string_view(s.data() + i, s.size() - i), len);
+      size_t len = c < 0x80 ? 1 : io::Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
+      uint32_t cp = io::DecodeUtf8(std::string_view(s.data() + i, s.size() - i), len);
       if (cp >= 0x10000) {  // RFC 8259 §7: a UTF-16 surrogate pair
         uint32_t v = cp - 0x10000;
         AppendU16Escape(0xD800 + (v >> 10), out);
@@ -81,7 +98,7 @@ std::string QuoteForDisplay(std::string_view s, size_t max_bytes) {
   size_t i = 0;
   while (i < s.size() && i < max_bytes) {
     uint8_t c = static_cast<uint8_t>(s[i]);
-    size_t len = Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
+    size_t len = io::Utf8SequenceLength(std::string_view(s.data() + i, s.size() - i));
     if (len == 0) {
       out.append("\\x");
       out.push_back(kHexDigits[c >> 4]);

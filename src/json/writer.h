@@ -33,10 +33,18 @@ struct WriteOptions {
   uint32_t indent = 0;
   // Escape every non-ASCII character (and DEL) as \uxxxx.
   bool ascii_only = false;
+  // Strings and keys that are not valid UTF-8: false makes them a misuse
+  // (kInvalidArgument); true writes each byte that does not begin a
+  // well-formed sequence as the four characters \xNN (lowercase hex, so the
+  // JSON text holds "\\xNN"), as error lines show it (EscapeForDisplay in
+  // zerofold/status.h), and the rest of the string exactly. For documents
+  // that report names from untrusted files, such as the CLI's --json.
+  bool escape_invalid_utf8 = false;
 };
 
 // Appends s as a JSON string literal, quotes included.
-// kInvalidArgument if s is not valid UTF-8; *out is unchanged then.
+// kInvalidArgument if s is not valid UTF-8 (unless escape_invalid_utf8);
+// *out is unchanged then.
 Status AppendString(std::string_view s, const WriteOptions& options, std::string* out);
 
 // s quoted for an error message: JSON escaping, bytes that are not valid

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "model/hf_folder.h"
 #include "ops/select.h"
@@ -57,20 +58,50 @@ Status WriteIndex(Env* env, const std::string& path, uint64_t total_size,
   return WriteSmallFile(env, path, model::FormatShardIndex(index));
 }
 
+Result<std::vector<std::string>> EarlierSave(Env* env, const std::string& folder, ShardFormat format) {
+  std::vector<std::string> paths;
+  if (!env->IsDirectory(folder)) return paths;
+  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(folder));
+  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  for (const DirEntry& e : entries)
+    if (!e.is_dir && IsSavedWeightsName(e.name, format)) paths.push_back(model::JoinPath(folder, e.name));
+  return paths;
+}
+
 Result<std::vector<std::string>> RemoveStaleShards(Env* env, const std::string& folder, ShardFormat format,
                                                    const std::set<std::string>& keep) {
   std::vector<std::string> removed;
-  if (!env->IsDirectory(folder)) return removed;
-  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(folder));
-  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-  for (const DirEntry& e : entries) {
-    if (e.is_dir || keep.count(e.name)) continue;
-    if (IsSavedWeightsName(e.name, format)) {
-      ZF_TRY(env->RemoveFile(model::JoinPath(folder, e.name)));
-      removed.push_back(e.name);
-    }
+  ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierSave(env, folder, format));
+  for (const std::string& path : earlier) {
+    std::string name = path.substr(path.rfind('/') + 1);
+    if (keep.count(name)) continue;
+    ZF_TRY(env->RemoveFile(path));
+    removed.push_back(name);
   }
   return removed;
+}
+
+Status RefuseInputTargets(Env* env, const std::vector<std::string>& inputs, const std::vector<std::string>& targets,
+                          const std::string& what) {
+  // Each path is looked up once: a folder of many shards has many of both.
+  auto id_of = [env](const std::string& path) -> Result<std::optional<FileId>> {
+    Result<FileId> id = env->GetFileId(path);
+    if (id.ok()) return std::optional<FileId>(*id);
+    if (id.status().code() == Code::kNotFound) return std::optional<FileId>();
+    return id.status();
+  };
+  std::vector<std::optional<FileId>> input_ids;
+  for (const std::string& in : inputs) {
+    ZF_ASSIGN_OR_RETURN(std::optional<FileId> id, id_of(in));
+    input_ids.push_back(id);
+  }
+  for (const std::string& t : targets) {
+    ZF_ASSIGN_OR_RETURN(std::optional<FileId> id, id_of(t));
+    if (!id) continue;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (input_ids[i] == id) return Status::InvalidArgument(t == inputs[i] ? what : what + ": " + inputs[i]).WithPath(t);
+  }
+  return Status::OK();
 }
 
 }  // namespace zerofold::ops

@@ -93,6 +93,19 @@ bool IsSavedWeightsName(const std::string& name, ShardFormat format);
 Result<std::vector<std::string>> RemoveStaleShards(Env* env, const std::string& folder, ShardFormat format,
                                                    const std::set<std::string>& keep);
 
+// The files of an earlier save of `format` in `folder` (IsSavedWeightsName),
+// as paths in name order: what an output into the folder replaces or
+// removes. Empty when `folder` is no folder.
+Result<std::vector<std::string>> EarlierSave(Env* env, const std::string& folder, ShardFormat format);
+
+// kInvalidArgument, with the target's path, if one of `targets` (files an
+// output writes or removes) names the same file as one of `inputs`
+// (SameFile: also through "./", an absolute path, a symlink or a hard link),
+// which the output would destroy. The message is `what`, then ": INPUT"
+// when the input is spelled otherwise. Targets that do not exist are fine.
+Status RefuseInputTargets(Env* env, const std::vector<std::string>& inputs, const std::vector<std::string>& targets,
+                          const std::string& what);
+
 }  // namespace zerofold::ops
 
 #endif  // ZEROFOLD_OPS_CONVERT_H_

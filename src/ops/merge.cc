@@ -27,24 +27,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Lexically normalized path for comparing output with input names:
-// no "./" parts, no repeated or trailing slashes.
-std::string Normalize(const std::string& path) {
-  std::string out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string_view part(path.data() + i, j - i);
-    if (!part.empty() && part != ".") {
-      if (!out.empty() || path[0] == '/') out += '/';
-      out += part;
-    }
-    i = j + 1;
-  }
-  return out.empty() ? "." : out;
-}
-
 // Shards of the layout's entries: each entry with the bytes it adds to its
 // file, grouped with the entry holding its data, so a tie goes into its
 // owner's shard (ops/sharding.h).
@@ -190,26 +172,27 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     written.insert(IndexFileName(report.format));
   }
 
-  // Refuse to replace files unasked, and never write onto an input. In a
-  // folder OUT, the files of an earlier save count too: --force replaces
-  // that save whole (its other shards are removed), as save_pretrained does.
+  // Refuse to replace files unasked, and never write onto an input, by any
+  // name. In a folder OUT, the files of an earlier save count too: --force
+  // replaces that save whole (its other shards are removed), as
+  // save_pretrained does.
   std::vector<std::string> targets;
   for (const MergeOutputFile& f : report.files) targets.push_back(f.path);
   if (!report.index.empty()) targets.push_back(report.index);
+  std::vector<std::string> earlier;  // a folder OUT's earlier save
+  if (!single_file) {
+    ZF_ASSIGN_OR_RETURN(earlier, EarlierSave(env, out, report.format));
+  }
+  std::vector<std::string> replaced = targets;
+  replaced.insert(replaced.end(), earlier.begin(), earlier.end());
+  ZF_TRY(RefuseInputTargets(env, report.input_files, replaced, "is an input file of the merge"));
   for (const std::string& t : targets) {
-    for (const std::string& in : report.input_files)
-      if (Normalize(t) == Normalize(in)) return Status::InvalidArgument("is an input file of the merge").WithPath(t);
     if (!options.force && env->FileExists(t))
       return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
   }
-  if (!single_file && !options.force && env->IsDirectory(out)) {
-    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(out));
-    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (const DirEntry& e : entries)
-      if (!e.is_dir && IsSavedWeightsName(e.name, report.format))
-        return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
-            .WithPath(model::JoinPath(out, e.name));
-  }
+  if (!options.force && !earlier.empty())
+    return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
+        .WithPath(earlier.front());
   if (options.dry_run) return report;
 
   if (!single_file) ZF_TRY(env->CreateDirs(out));

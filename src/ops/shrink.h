@@ -110,7 +110,8 @@ struct FolderReport {
 
 // Shrinks a Hugging Face folder with pytorch_model.bin.index.json (or a
 // single pytorch_model.bin) into `output` (a folder, created if needed; may
-// be `input` for in-place). Every shard is shrunk, one at a time, each
+// be `input`, the same string, for in-place; kInvalidArgument if an output
+// file is an input file by another name, ops/convert.h RefuseInputTargets). Every shard is shrunk, one at a time, each
 // replaced atomically; the index keeps its weight_map and gets total_size =
 // the sum of the nbytes of every name in weight_map (tied names counted per
 // name); every other regular file is copied (not for in-place).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/hf_folder.h"
+#include "ops/convert.h"
 #include "ops/shrink.h"
 
 namespace zerofold::ops {
@@ -39,14 +40,27 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
                                model::kSafetensorsIndexName + ", whose tensors are exactly sized already")
         .WithPath(input);
   const bool in_place = input == output;
+  std::vector<std::string> shards;  // the files shrunk, each into output/<its name>
+  for (const std::string& shard : files.files) {
+    std::string base = shard.substr(shard.rfind('/') + 1);
+    if (index == nullptr && base != model::kTorchSingleName) continue;  // single model.safetensors: nothing to do
+    shards.push_back(shard);
+  }
+  if (!in_place) {
+    // OUT's files must not be IN's by another name: each would be replaced
+    // before (or after) it is read.
+    std::vector<std::string> inputs = shards, targets;
+    if (index != nullptr) inputs.push_back(index->path);
+    for (const std::string& in : inputs) targets.push_back(model::JoinPath(output, in.substr(in.rfind('/') + 1)));
+    ZF_TRY(RefuseInputTargets(env, inputs, targets, "would replace an input file"));
+  }
   if (!options.dry_run && !in_place) ZF_TRY(env->CreateDirs(output));
 
   FolderReport report;
   std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
-  for (const std::string& shard : files.files) {
+  for (const std::string& shard : shards) {
     std::string base = shard.substr(shard.rfind('/') + 1);
-    if (index == nullptr && base != model::kTorchSingleName) continue;  // single model.safetensors: nothing to do
     handled.insert(base);
     ShrinkOptions shard_options = options;
     Result<ShrinkReport> r = ShrinkFile(env, shard, model::JoinPath(output, base), shard_options);

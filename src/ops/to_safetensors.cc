@@ -265,15 +265,29 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   uint64_t total = 0;
   for (const Item& it : items) total += it.nbytes;
   report.total_size = total;
+  auto name_of = [&](size_t k) {
+    return !folder ? std::string()
+           : n == 1 ? SingleFileName(ShardFormat::kSafetensors)
+                    : ShardFileName(ShardFormat::kSafetensors, k + 1, n);
+  };
+  auto path_of = [&](size_t k) { return folder ? model::JoinPath(output, name_of(k)) : output; };
+  // No file written or removed may be an input by another name.
+  std::vector<std::string> targets;
+  for (size_t k = 0; k < n; ++k) targets.push_back(path_of(k));
+  if (folder) {
+    targets.push_back(model::JoinPath(output, IndexFileName(ShardFormat::kSafetensors)));
+    ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierSave(env, output, ShardFormat::kSafetensors));
+    targets.insert(targets.end(), earlier.begin(), earlier.end());
+  }
+  ZF_TRY(RefuseInputTargets(env, paths, targets, "would replace an input file"));
+
   FileWriter writer(inputs, options, total);
   if (folder && !options.dry_run) ZF_TRY(env->CreateDirs(output));
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written_names;
   for (size_t k = 0; k < n; ++k) {
-    const std::string name = !folder ? std::string()
-                             : n == 1 ? SingleFileName(ShardFormat::kSafetensors)
-                                      : ShardFileName(ShardFormat::kSafetensors, k + 1, n);
-    const std::string path = folder ? model::JoinPath(output, name) : output;
+    const std::string name = name_of(k);
+    const std::string path = path_of(k);
     std::vector<safetensors::TensorSpec> specs;
     std::vector<const Item*> by_spec;
     std::set<uint32_t> in_file;

@@ -129,7 +129,18 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
     name_bytes.push_back(OutputNbytes(t, *out));
   }
   ShardPlan plan = PlanShards(items, options.max_shard_bytes);
-  if (plan.shards.size() <= 1) return WriteSingle(env, input, output, options);
+  // No file written or removed (an earlier save in OUT) may be the input by
+  // another name.
+  std::vector<std::string> targets;
+  const size_t n = plan.shards.size();
+  if (n <= 1) targets.push_back(model::JoinPath(output, SingleFileName(ShardFormat::kTorch)));
+  for (size_t k = 0; n > 1 && k < n; ++k)
+    targets.push_back(model::JoinPath(output, ShardFileName(ShardFormat::kTorch, k + 1, n)));
+  if (n > 1) targets.push_back(model::JoinPath(output, IndexFileName(ShardFormat::kTorch)));
+  ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierSave(env, output, ShardFormat::kTorch));
+  targets.insert(targets.end(), earlier.begin(), earlier.end());
+  ZF_TRY(RefuseInputTargets(env, {input}, targets, "would replace an input file"));
+  if (n <= 1) return WriteSingle(env, input, output, options);
 
   if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
     return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
@@ -160,7 +171,6 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   const std::vector<torch::Storage> all_storages = ckpt.storages;
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written;
-  const size_t n = plan.shards.size();
   for (size_t k = 0; k < n; ++k) {
     const std::string name = ShardFileName(ShardFormat::kTorch, k + 1, n);
     const std::string path = model::JoinPath(output, name);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "io/utf8.h"
+
 namespace zerofold::pickle {
 
 namespace {
@@ -95,24 +97,6 @@ bool DecodeStringEscape(std::string_view body, std::string* out, std::string* wh
   return true;
 }
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-}
-
 bool DecodeRawUnicodeEscape(std::string_view text, std::string* utf8, std::string* why) {
   std::string s;
   s.reserve(text.size());
@@ -120,7 +104,7 @@ bool DecodeRawUnicodeEscape(std::string_view text, std::string* utf8, std::strin
   while (i < text.size()) {
     uint8_t c = static_cast<uint8_t>(text[i]);
     if (c != '\\') {
-      AppendUtf8(c, &s);  // Latin-1
+      io::AppendUtf8(c, &s);  // Latin-1
       ++i;
       continue;
     }
@@ -145,7 +129,7 @@ bool DecodeRawUnicodeEscape(std::string_view text, std::string* utf8, std::strin
       *why = "\\U escape past U+10FFFF at byte " + std::to_string(next - 1);
       return false;
     }
-    AppendUtf8(cp, &s);
+    io::AppendUtf8(cp, &s);
     i = next + 1 + digits;
   }
   *utf8 = std::move(s);

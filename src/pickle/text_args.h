@@ -36,9 +36,6 @@ bool DecodeRawUnicodeEscape(std::string_view text, std::string* utf8, std::strin
 // On false, `*bad_at` is the index of the first byte of the bad sequence.
 bool IsUtf8(std::string_view s, size_t* bad_at);
 
-// Appends code point cp (< 0x110000) as UTF-8, surrogates included.
-void AppendUtf8(uint32_t cp, std::string* out);
-
 }  // namespace zerofold::pickle
 
 #endif  // ZEROFOLD_PICKLE_TEXT_ARGS_H_

@@ -7,7 +7,7 @@
 #include "io/checked_math.h"
 #include "io/cursor.h"
 #include "json/reader.h"
-#include "json/utf8.h"
+#include "io/utf8.h"
 #include "json/value.h"
 #include "json/writer.h"
 
@@ -280,7 +280,7 @@ Result<File> ParseHeader(std::span<const std::byte> header, std::optional<uint64
   ZF_TRY(CheckHeaderLength(n, file_size, options));
 
   const std::string_view text = io::AsChars(header);
-  if (size_t bad = json::FirstInvalidUtf8(text); bad != json::kValidUtf8) {
+  if (size_t bad = io::FirstInvalidUtf8(text); bad != io::kValidUtf8) {
     return Corrupt("InvalidHeader", "header is not valid UTF-8", kHeaderLengthSize + bad);
   }
   json::ParseOptions jopts;

@@ -4,7 +4,7 @@
 
 #include "io/checked_math.h"
 #include "io/cursor.h"
-#include "json/utf8.h"
+#include "io/utf8.h"
 #include "json/writer.h"
 #include "safetensors/format.h"
 
@@ -17,7 +17,7 @@ Status Invalid(std::string message) { return Status::InvalidArgument("safetensor
 std::string Quote(std::string_view s) { return json::QuoteForDisplay(s); }
 
 Status CheckSpec(const TensorSpec& t) {
-  if (json::FirstInvalidUtf8(t.name) != json::kValidUtf8) {
+  if (io::FirstInvalidUtf8(t.name) != io::kValidUtf8) {
     return Invalid("tensor name " + Quote(t.name) + " is not valid UTF-8");
   }
   if (t.name == kMetadataKey) return Invalid("a tensor cannot be named \"__metadata__\"");
@@ -41,8 +41,8 @@ Status CheckMetadata(const Metadata& metadata) {
   std::vector<std::string_view> keys;
   for (const auto& [k, v] : metadata) {
     keys.push_back(k);
-    if (json::FirstInvalidUtf8(k) != json::kValidUtf8 ||
-        json::FirstInvalidUtf8(v) != json::kValidUtf8) {
+    if (io::FirstInvalidUtf8(k) != io::kValidUtf8 ||
+        io::FirstInvalidUtf8(v) != io::kValidUtf8) {
       return Invalid("__metadata__ entry " + Quote(k) + " is not valid UTF-8");
     }
   }

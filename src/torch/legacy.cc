@@ -16,11 +16,6 @@ namespace {
 using pickle::Kind;
 
 // Record names of the pickles, for errors.
-constexpr std::string_view kMagicRecord = "magic number pickle";
-constexpr std::string_view kProtocolRecord = "protocol version pickle";
-constexpr std::string_view kSysInfoRecord = "sys_info pickle";
-constexpr std::string_view kObjectRecord = "object pickle";
-constexpr std::string_view kKeysRecord = "storage key list pickle";
 
 // The first read is small: most legacy pickles are a few KiB, and storage
 // bytes right behind them need not be read.
@@ -45,6 +40,39 @@ Status NotATorchFile(std::string_view why) {
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> LegacyStorageKeys(const pickle::Decoded& keys, uint64_t offset) {
+  if (keys.graph.kind(keys.root) != Kind::kList && keys.graph.kind(keys.root) != Kind::kTuple)
+    return Status::Corrupt("storage key list is not a list").WithOffset(offset).WithRecord(kKeysRecord);
+  std::vector<std::string> out;
+  for (pickle::NodeId k : keys.graph.Items(keys.root)) {
+    if (keys.graph.kind(k) == Kind::kStr) {
+      out.emplace_back(keys.graph.AsStr(k));
+    } else if (keys.graph.kind(k) == Kind::kInt) {
+      out.push_back(std::to_string(keys.graph.AsInt(k)));
+    } else {
+      return Status::Corrupt("storage key list holds a value that is not a str")
+          .WithOffset(offset)
+          .WithRecord(kKeysRecord);
+    }
+  }
+  return out;
+}
+
+Result<uint32_t> LocateLegacyKey(const std::unordered_map<std::string, uint32_t>& by_key, std::vector<bool>& located,
+                                 const std::string& key, uint64_t offset) {
+  auto it = by_key.find(key);
+  if (it == by_key.end())
+    return Status::Corrupt("the storage key list names '" + key + "', which no persistent id declares")
+        .WithOffset(offset)
+        .WithRecord(LegacyStorageRecord(key));
+  if (located[it->second])
+    return Status::Corrupt("storage key '" + key + "' is listed twice")
+        .WithOffset(offset)
+        .WithRecord(LegacyStorageRecord(key));
+  located[it->second] = true;
+  return it->second;
+}
 
 std::string LegacyStorageRecord(std::string_view key) { return "storage " + std::string(key); }
 
@@ -131,32 +159,14 @@ Result<Recognized> rec =
   uint64_t keys_offset = offset;
   ZF_ASSIGN_OR_RETURN(pickle::Decoded keys, DecodePickleAt(src, offset, options, kKeysRecord));
   offset += keys.consumed;
-  if (keys.graph.kind(keys.root) != Kind::kList && keys.graph.kind(keys.root) != Kind::kTuple)
-    return Status::Corrupt("storage key list is not a list").WithOffset(keys_offset).WithRecord(kKeysRecord);
-  std::unordered_map<std::string_view, uint32_t> by_key;
+  ZF_ASSIGN_OR_RETURN(std::vector<std::string> key_list, LegacyStorageKeys(keys, keys_offset));
+  std::unordered_map<std::string, uint32_t> by_key;
   for (uint32_t i = 0; i < ckpt.storages.size(); ++i) by_key.emplace(ckpt.storages[i].key, i);
   std::vector<bool> located(ckpt.storages.size(), false);
-  for (pickle::NodeId k : keys.graph.Items(keys.root)) {
-    std::string key;
-    if (keys.graph.kind(k) == Kind::kStr) {
-      key = keys.graph.AsStr(k);
-    } else if (keys.graph.kind(k) == Kind::kInt) {
-      key = std::to_string(keys.graph.AsInt(k));
-    } else {
-      return Status::Corrupt("storage key list holds a value that is not a str")
-          .WithOffset(keys_offset)
-          .WithRecord(kKeysRecord);
-    }
+  for (const std::string& key : key_list) {
     std::string record = LegacyStorageRecord(key);
-    auto it = by_key.find(key);
-    if (it == by_key.end())
-      return Status::Corrupt("the storage key list names '" + key + "', which no persistent id declares")
-          .WithOffset(offset)
-          .WithRecord(record);
-    if (located[it->second])
-      return Status::Corrupt("storage key '" + key + "' is listed twice").WithOffset(offset).WithRecord(record);
-    located[it->second] = true;
-    Storage& s = ckpt.storages[it->second];
+    ZF_ASSIGN_OR_RETURN(uint32_t index, LocateLegacyKey(by_key, located, key, offset));
+    Storage& s = ckpt.storages[index];
     std::byte count_bytes[kLegacyCountSize];
     Status read = ReadExactAt(src, offset, count_bytes);
     if (!read.ok()) return read.WithRecord(record);

@@ -18,6 +18,9 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "pickle/decoder.h"
 #include "torch/checkpoint.h"
@@ -41,6 +44,24 @@ Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptio
 // beyond). Errors carry `record`.
 Result<pickle::Decoded> DecodePickleAt(const RandomSource& src, uint64_t offset, const ReadOptions& options,
                                        std::string_view record);
+
+// Record names of the five pickles, for errors.
+constexpr std::string_view kMagicRecord = "magic number pickle";
+constexpr std::string_view kProtocolRecord = "protocol version pickle";
+constexpr std::string_view kSysInfoRecord = "sys_info pickle";
+constexpr std::string_view kObjectRecord = "object pickle";
+constexpr std::string_view kKeysRecord = "storage key list pickle";
+
+// The storage key list (pickle 5, decoded at `offset`) in file order, the
+// order of the storages that follow; int keys (older torch) in decimal.
+// kCorrupt naming kKeysRecord when it is not a list or tuple of str or int.
+Result<std::vector<std::string>> LegacyStorageKeys(const pickle::Decoded& keys, uint64_t offset);
+
+// The index of `key`'s storage in `by_key` (key -> storage index), marking
+// it in `located`. kCorrupt naming the storage record at `offset` when no
+// persistent id declared the key or the list named it before.
+Result<uint32_t> LocateLegacyKey(const std::unordered_map<std::string, uint32_t>& by_key, std::vector<bool>& located,
+                                 const std::string& key, uint64_t offset);
 
 // The record name of a legacy storage: "storage <key>".
 std::string LegacyStorageRecord(std::string_view key);

@@ -14,6 +14,7 @@
 #include "torch/format.h"
 #include "torch/legacy.h"
 #include "torch/tensor_recognizer.h"
+#include "torch/zip_checkpoint.h"
 #include "zip/crc32.h"
 #include "zip/entry_name.h"
 #include "zip/stream_reader.h"
@@ -32,39 +33,11 @@ constexpr size_t kSkipChunk = 64 << 10;
 // The byteorder record holds one word (torch/zip_checkpoint.cc has the same).
 constexpr uint64_t kMaxByteOrderBytes = 16;
 
-// Record names of the legacy pickles, for errors (as torch/legacy.cc names them).
-constexpr std::string_view kMagicRecord = "magic number pickle";
-constexpr std::string_view kProtocolRecord = "protocol version pickle";
-constexpr std::string_view kSysInfoRecord = "sys_info pickle";
-constexpr std::string_view kObjectRecord = "object pickle";
-constexpr std::string_view kKeysRecord = "storage key list pickle";
-
 constexpr std::string_view kUseAPath =
     "; a pipe or .zst input is read in one pass, which needs torch's own layout: give the file's path instead";
 
 bool IsTruncation(const Status& s) {
   return s.code() == Code::kCorrupt && std::string_view(s.message()).starts_with("truncated");
-}
-
-bool IsTorchScriptRecord(std::string_view relative) {
-  return relative == kTorchScriptConstantsRecord || relative.starts_with(kTorchScriptCodeFolder);
-}
-
-Status TorchScript(std::string_view record, uint64_t offset) {
-  return Status::Unsupported("a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
-      .WithRecord(record)
-      .WithOffset(offset);
-}
-
-// torch.jit.save deflates its code records, which the zip reader refuses
-// before anything else is known: say what the archive is instead.
-Status ExplainUnsupported(Status s) {
-  std::string_view record = s.record();
-  size_t slash = record.find('/');
-  if (s.code() == Code::kUnsupported && slash != std::string_view::npos &&
-      IsTorchScriptRecord(record.substr(slash + 1)))
-    return TorchScript(record, s.offset());
-  return s;
 }
 
 // The magic number as LONG1 carries it, without redundant sign bytes.
@@ -256,7 +229,7 @@ Status StreamCheckpointReader::Impl::Finish() {
     if (!s) break;
   }
   if (zip_) {
-    ZF_TRY(ExplainUnsupported(zip_->Finish()));
+    ZF_TRY(ExplainTorchScript(zip_->Finish()));
   } else {
     // torch's loader stops after the last storage; so do we, but the
     // report counts the whole input.
@@ -279,7 +252,7 @@ Status StreamCheckpointReader::Impl::CheckTopFolder(const zip::StreamEntry& e) {
     return Status::Corrupt("the archive's records do not share one top folder (the first is in \"" + top_ + "\")")
         .WithRecord(e.name)
         .WithOffset(e.header_offset);
-  if (IsTorchScriptRecord(Relative(e))) return TorchScript(e.name, e.header_offset);
+  if (IsTorchScriptRecord(Relative(e))) return TorchScriptArchive(e.name, e.header_offset);
   return Status::OK();
 }
 
@@ -344,7 +317,7 @@ Status StreamCheckpointReader::Impl::ReadZipModel() {
   bool any = false;
   while (true) {
     Result<const zip::StreamEntry*> next = zip_->Next();
-    if (!next.ok()) return ExplainUnsupported(next.status());
+    if (!next.ok()) return ExplainTorchScript(next.status());
     const zip::StreamEntry* e = *next;
     if (e == nullptr) {
       if (!any) return Status::Corrupt("the archive has no records").WithOffset(zip_->position());
@@ -388,7 +361,7 @@ Result<std::optional<uint32_t>> StreamCheckpointReader::Impl::NextZipStorage() {
   while (true) {
     // Next() reads past the rest of the current record and checks its CRC-32.
     Result<const zip::StreamEntry*> next = zip_->Next();
-    if (!next.ok()) return ExplainUnsupported(next.status());
+    if (!next.ok()) return ExplainTorchScript(next.status());
     const zip::StreamEntry* e = *next;
     if (e == nullptr) {
       storages_done_ = true;
@@ -497,31 +470,13 @@ Status StreamCheckpointReader::Impl::ReadLegacyModel() {
   const uint64_t keys_offset = la_.position();
   ZF_ASSIGN_OR_RETURN(pickle::Decoded keys, DecodeNextPickle(kKeysRecord));
   uint64_t offset = la_.position();
-  if (keys.graph.kind(keys.root) != Kind::kList && keys.graph.kind(keys.root) != Kind::kTuple)
-    return Status::Corrupt("storage key list is not a list").WithOffset(keys_offset).WithRecord(kKeysRecord);
+  ZF_ASSIGN_OR_RETURN(std::vector<std::string> key_list, LegacyStorageKeys(keys, keys_offset));
   for (uint32_t i = 0; i < ckpt.storages.size(); ++i) by_key_.emplace(ckpt.storages[i].key, i);
   located_.assign(ckpt.storages.size(), false);
-  for (pickle::NodeId k : keys.graph.Items(keys.root)) {
-    std::string key;
-    if (keys.graph.kind(k) == Kind::kStr) {
-      key = keys.graph.AsStr(k);
-    } else if (keys.graph.kind(k) == Kind::kInt) {
-      key = std::to_string(keys.graph.AsInt(k));
-    } else {
-      return Status::Corrupt("storage key list holds a value that is not a str")
-          .WithOffset(keys_offset)
-          .WithRecord(kKeysRecord);
-    }
+  for (const std::string& key : key_list) {
     std::string record = LegacyStorageRecord(key);
-    auto it = by_key_.find(key);
-    if (it == by_key_.end())
-      return Status::Corrupt("the storage key list names '" + key + "', which no persistent id declares")
-          .WithOffset(offset)
-          .WithRecord(record);
-    if (located_[it->second])
-      return Status::Corrupt("storage key '" + key + "' is listed twice").WithOffset(offset).WithRecord(record);
-    located_[it->second] = true;
-    Storage& s = ckpt.storages[it->second];
+    ZF_ASSIGN_OR_RETURN(uint32_t index, LocateLegacyKey(by_key_, located_, key, offset));
+    Storage& s = ckpt.storages[index];
     s.record = record;
     s.data_offset = offset + kLegacyCountSize;
     s.record_size = s.nbytes;
@@ -531,7 +486,7 @@ Status StreamCheckpointReader::Impl::ReadLegacyModel() {
           .WithOffset(offset)
           .WithRecord(record);
     offset = *next;
-    legacy_order_.push_back(it->second);
+    legacy_order_.push_back(index);
   }
   return CheckAllLocated().WithOffset(keys_offset);
 }

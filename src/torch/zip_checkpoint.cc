@@ -23,32 +23,11 @@ std::string_view Relative(const zip::Archive& ar, std::string_view name) {
   return name;
 }
 
-bool IsTorchScriptRecord(std::string_view relative) {
-  return relative == kTorchScriptConstantsRecord || relative.starts_with(kTorchScriptCodeFolder);
-}
-
-Status TorchScript(std::string_view record, uint64_t offset) {
-  return Status::Unsupported("a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
-      .WithRecord(record)
-      .WithOffset(offset);
-}
-
 Status RejectTorchScript(const zip::Archive& ar) {
   for (const zip::Entry& e : ar.entries) {
-    if (IsTorchScriptRecord(Relative(ar, e.name))) return TorchScript(e.name, e.header_offset);
+    if (IsTorchScriptRecord(Relative(ar, e.name))) return TorchScriptArchive(e.name, e.header_offset);
   }
   return Status::OK();
-}
-
-// torch.jit.save deflates its code records, which the zip reader refuses
-// before the directory is known: say what the archive is instead.
-Status ExplainUnsupported(Status s) {
-  std::string_view record = s.record();
-  size_t slash = record.find('/');
-  if (s.code() == Code::kUnsupported && slash != std::string_view::npos &&
-      IsTorchScriptRecord(record.substr(slash + 1)))
-    return TorchScript(record, s.offset());
-  return s;
 }
 
 Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& e) {
@@ -71,9 +50,28 @@ Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& e) {
 
 }  // namespace
 
+bool IsTorchScriptRecord(std::string_view relative) {
+  return relative == kTorchScriptConstantsRecord || relative.starts_with(kTorchScriptCodeFolder);
+}
+
+Status TorchScriptArchive(std::string_view record, uint64_t offset) {
+  return Status::Unsupported("a TorchScript archive (torch.jit.save), not a torch.save checkpoint")
+      .WithRecord(record)
+      .WithOffset(offset);
+}
+
+Status ExplainTorchScript(Status s) {
+  std::string_view record = s.record();
+  size_t slash = record.find('/');
+  if (s.code() == Code::kUnsupported && slash != std::string_view::npos &&
+      IsTorchScriptRecord(record.substr(slash + 1)))
+    return TorchScriptArchive(record, s.offset());
+  return s;
+}
+
 Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions& options) {
   Result<zip::Archive> read = zip::ReadArchive(src, options.zip);
-  if (!read.ok()) return ExplainUnsupported(read.status());
+  if (!read.ok()) return ExplainTorchScript(read.status());
   zip::Archive ar = std::move(read).value();
   ZF_TRY(RejectTorchScript(ar));
   if (ar.top_folder.empty()) {

@@ -6,6 +6,9 @@
 #ifndef ZEROFOLD_TORCH_ZIP_CHECKPOINT_H_
 #define ZEROFOLD_TORCH_ZIP_CHECKPOINT_H_
 
+#include <cstdint>
+#include <string_view>
+
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -20,6 +23,18 @@ namespace zerofold::torch {
 // without a data/<key> record, a record shorter than its storage, a
 // byteorder record that is neither "little" nor "big".
 Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions& options);
+
+// True for a record (relative to the top folder) only TorchScript archives
+// hold: constants.pkl or anything under code/.
+bool IsTorchScriptRecord(std::string_view relative);
+
+// kUnsupported "a TorchScript archive ..." naming `record` at `offset`.
+Status TorchScriptArchive(std::string_view record, uint64_t offset);
+
+// torch.jit.save deflates its code records, which the zip readers refuse
+// before anything else is known: turns that kUnsupported into
+// TorchScriptArchive; any other status comes back unchanged.
+Status ExplainTorchScript(Status s);
 
 }  // namespace zerofold::torch
 

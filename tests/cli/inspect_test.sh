@@ -82,24 +82,56 @@ assert d["files"][1]["error"] == {"code": "corrupt", "record": "", "offset": 0, 
 v = d["files"][0]
 assert (v["stored_bytes"], v["referenced_bytes"], len(v["tensors"])) == (656, 252, 6), v
 ' "$OUT" || fail "--json document: $(head -c 600 "$OUT")"
-# A failed file with an undecodable record name must not empty the document.
-"$PY" - "$F/torch/bare_tensor.pt" "$T/badname.pt" <<'EOF'
-import sys, zipfile
-b = bytearray(open(sys.argv[1], "rb").read())
-cd = zipfile.ZipFile(sys.argv[1]).start_dir
-b[cd + 46] ^= 0xFF  # first byte of the first central directory name
-open(sys.argv[2], "wb").write(b)
+# --- untrusted names in error lines: escaped (Status::ToString), every file in --json -------
+# Central directory names: the first byte flipped (0x62 -> 0x9d, not UTF-8); the first six
+# bytes ESC, LF, backslash, NUL, 0xff, TAB. A storage key ESC (in the message as well).
+"$PY" - "$F/torch/bare_tensor.pt" "$T" <<'EOF'
+import os, sys, zipfile
+src, out = sys.argv[1], sys.argv[2]
+b = bytes(open(src, "rb").read())
+cd = zipfile.ZipFile(src).start_dir
+flipped = bytearray(b)
+flipped[cd + 46] ^= 0xFF
+open(os.path.join(out, "badname.pt"), "wb").write(flipped)
+ctl = bytearray(b)
+ctl[cd + 46:cd + 52] = b"\x1b\n\\\x00\xff\t"
+open(os.path.join(out, "ctl.pt"), "wb").write(ctl)
+z = zipfile.ZipFile(src)
+with zipfile.ZipFile(os.path.join(out, "key.pt"), "w", zipfile.ZIP_STORED) as w:
+    for i in z.infolist():
+        d = z.read(i.filename)
+        if i.filename.endswith("/data.pkl"):
+            assert d.count(b"X\x01\x00\x00\x000") == 1  # BINUNICODE '0', the storage key
+            d = d.replace(b"X\x01\x00\x00\x000", b"X\x01\x00\x00\x00\x1b")
+        w.writestr(i.filename, d)
 EOF
-run_z inspect --json "$views" "$T/badname.pt"
+run_z inspect badname.pt
+expect "record not UTF-8" 1 'zerofold: badname.pt: \x9dare_tensor/data.pkl @ 30: corrupt: local header names "bare_tensor/data.pkl", the central directory "\x9dare_tensor/data.pkl"
+'
+run_z inspect ctl.pt
+expect "record with control bytes and NUL" 1 'zerofold: ctl.pt: \x1b\n\\\x00\xff\tensor/data.pkl @ 512: corrupt: entry name "\x1b\x0a\x5c\x00\xff\x09ensor/data.pkl" contains a backslash
+'
+run_z inspect key.pt
+expect "storage key with a control byte" 1 "zerofold: key.pt: bare_tensor/data/\\x1b: corrupt: storage '\\x1b' has no record bare_tensor/data/\\x1b
+"
+# --json: one document with every file; the records as they are, bytes that are not UTF-8
+# as the text \xNN.
+run_z inspect --json "$views" badname.pt ctl.pt key.pt
 zf_checks=$((zf_checks + 1))
-if [ "$RC" != 1 ]; then
-  fail "--json with a bad name: exit $RC, want 1"
-elif ! "$PY" -c '
+[ "$RC" = 1 ] || fail "--json with bad names: exit $RC, want 1"
+"$PY" -c '
 import json, sys
-d = json.load(open(sys.argv[1]))
-assert len(d["files"]) == 2, d' "$OUT" 2>/dev/null; then
-  zf_known_bug json-drop "inspect --json prints {\"files\":[]} when an error record is not UTF-8, dropping every file: $(head -c 200 "$OUT")"
-fi
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+paths = [f["path"] for f in d["files"]]
+assert len(paths) == 4 and paths[0].endswith("torch/views.pt") and paths[1:] == ["badname.pt", "ctl.pt", "key.pt"], paths
+assert len(d["files"][0]["tensors"]) == 6, d["files"][0]
+errors = [f["error"] for f in d["files"][1:]]
+assert errors[0] == {"code": "corrupt", "record": "\\x9dare_tensor/data.pkl", "offset": 30, "message":
+    "local header names \"bare_tensor/data.pkl\", the central directory \"\\x9dare_tensor/data.pkl\""}, errors[0]
+assert errors[1]["record"] == "\x1b\n\\\x00\\xff\tensor/data.pkl" and errors[1]["offset"] == 512, errors[1]
+assert errors[2]["record"] == "bare_tensor/data/\x1b", errors[2]
+assert errors[2]["message"] == "storage \x27\x1b\x27 has no record bare_tensor/data/\x1b", errors[2]
+' "$OUT" || fail "--json with bad names: $(head -c 600 "$OUT" | tr -c '[:print:]' '?')"
 
 # --- damaged fixtures ---------------------------------------------------------------------
 check_damaged() {  # REL KIND FILE

@@ -74,20 +74,32 @@ inode() { stat -c %i "$1"; }
 size() { stat -c %s "$1"; }
 
 # check_error_line NAME PATH: stderr of the last run is one error line for PATH in the
-# format "zerofold: PATH: [RECORD ][@ OFFSET: ]code: why" with a bad-input code, printable,
-# optionally followed by one "zerofold: hint: " line.
+# format "zerofold: PATH: [RECORD ][@ OFFSET: ]code: why" with a bad-input code, optionally
+# followed by one "zerofold: hint: " line. Every line is text a terminal shows as is: no NUL,
+# no control bytes (C0, DEL, C1) and valid UTF-8 (the escaping of Status::ToString).
 check_error_line() {
   zf_checks=$((zf_checks + 1))
-  local name=$1 path=$2 lines
-  mapfile -t lines <"$ERR"  # builtins only: this runs thousands of times
+  local name=$1 path=$2 lines parts
+  mapfile -d '' parts <"$ERR"  # more than one part: a NUL byte (builtins only: this runs thousands of times)
+  if [ "${#parts[@]}" -gt 1 ]; then
+    fail "$name: stderr holds a NUL byte: $(head -c 300 "$ERR" | tr -c '[:print:]\n' '?')"
+    return
+  fi
+  mapfile -t lines <"$ERR"
   local first=${lines[0]-}
   if [[ "${lines[*]}" == *[![:print:]]* ]]; then
-    if [[ $first == "zerofold: $path: "* ]]; then
-      zf_known_bug raw-record "error lines print untrusted record names raw (control bytes, NUL cuts the line); e.g. $name: ${first//[![:print:]]/?}"
+    if [[ "${lines[*]}" == *[[:cntrl:]]* ]]; then
+      fail "$name: stderr holds control bytes: ${first//[![:print:]]/?}"
       return
     fi
-    fail "$name: stderr holds bytes that are not printable: ${first//[![:print:]]/?}"
-    return
+    # Only bytes >= 0x80: they must be valid UTF-8 without C1 controls (rare: a tool is fine).
+    if ! "$PY" -c '
+import sys
+text = open(sys.argv[1], "rb").read().decode("utf-8")
+assert not any(0x80 <= ord(c) <= 0x9F for c in text)' "$ERR" 2>/dev/null; then
+      fail "$name: stderr is not valid UTF-8 or holds C1 controls: ${first//[![:print:]]/?}"
+      return
+    fi
   fi
   if [ "${#lines[@]}" -lt 1 ] || [ "${#lines[@]}" -gt 2 ]; then
     fail "$name: ${#lines[@]} stderr lines, want 1 (or 1 + hint): ${lines[*]}"

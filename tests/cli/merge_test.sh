@@ -183,6 +183,21 @@ expect "no latest" 3 "zerofold: ckpt: not found: no 'latest' file to name the ta
   "$Z" merge ckpt out2
 expect "onto an input" 2 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: invalid argument: is an input file of the merge" \
   "$Z" merge --force ckpt/global_step2 ckpt/global_step2/mp_rank_00_model_states.pt
+# The same file by other names: "./", an absolute path, a symlink, a hard link, and a
+# folder OUT whose earlier save (replaced or removed under --force) is a rank file.
+rank=ckpt/global_step2/mp_rank_00_model_states.pt
+cp "$rank" rank.orig
+ln -s global_step2/mp_rank_00_model_states.pt ckpt/sym.pt
+ln "$rank" hard.pt
+mkdir linked && ln -s "../$rank" linked/pytorch_model.bin
+for o in "./$rank" "$TMP/$rank" ckpt/sym.pt hard.pt; do
+  expect "onto an input as $o" 2 "zerofold: $o: invalid argument: is an input file of the merge: $rank" \
+    "$Z" merge --force ckpt/global_step2 "$o"
+done
+expect "onto an input through a folder OUT" 2 "zerofold: linked/pytorch_model.bin: invalid argument: is an input file of the merge: $rank" \
+  "$Z" merge --force ckpt/global_step2 linked
+cmp -s "$rank" rank.orig && [ -L ckpt/sym.pt ] && [ -L linked/pytorch_model.bin ] && ok || bad "a refused merge changed its input"
+rm -rf rank.orig ckpt/sym.pt hard.pt linked
 
 # An unsafe global in client state: a warning, and the merge goes on.
 fresh zero1_ws2_fp16

@@ -130,13 +130,63 @@ expect "OUT is IN" 2 "zerofold: shrink: OUT is IN; use --in-place to replace the
 $hint
 "
 cmp -s in.pt "$views" || fail "OUT is IN: the input changed"
-# The same file by another name is still the input.
-run_z shrink --force in.pt ./in.pt
-zf_checks=$((zf_checks + 1))
-if [ "$RC" = 0 ] && ! cmp -s in.pt "$views"; then
-  zf_known_bug same-file "OUT naming IN by another path (./in.pt) rewrites the input without --in-place"
-fi
-rm -f out.pt in.pt
+# The same file by another name is still the input: "./", an absolute path, a symlink to it,
+# a hard link; IN a symlink to OUT; also with --to safetensors. Nothing changes.
+ln -s in.pt sym.pt
+ln in.pt hard.pt
+for o in ./in.pt "$PWD/in.pt" sym.pt hard.pt; do
+  run_z shrink --force in.pt "$o"
+  expect "OUT is IN as $o" 2 "zerofold: shrink: OUT is IN; use --in-place to replace the input
+$hint
+"
+done
+run_z shrink --force sym.pt in.pt
+expect "OUT is IN: IN a symlink to OUT" 2 "zerofold: shrink: OUT is IN; use --in-place to replace the input
+$hint
+"
+run_z shrink --force --to safetensors in.pt ./in.pt
+expect "OUT is IN, --to safetensors" 2 "zerofold: shrink: OUT is IN; use --in-place to replace the input
+$hint
+"
+cmp -s in.pt "$views" || fail "OUT is IN by another name: the input changed"
+[ -L sym.pt ] && [ "$(inode hard.pt)" = "$(inode in.pt)" ] || fail "OUT is IN by another name: a link was replaced"
+rm -f out.pt in.pt sym.pt hard.pt
+# Folders: OUT the folder IN by another name; an OUT file that is an input shard (a hard
+# link, a symlink); a file IN whose folder OUT holds it (written over, or removed as an
+# earlier save when sharding); --to safetensors into a folder holding a link to IN.
+mkdir -p "$T/same" && cp -r "$F/hf/bloated" "$T/same/hf" && mkdir "$T/same/o" "$T/same/st" "$T/same/single"
+cd "$T/same" || exit 1
+cp "$views" single/pytorch_model.bin
+shard2=pytorch_model-00002-of-00003.bin
+ln "hf/$shard2" "o/$shard2"
+ln -s ../single/pytorch_model.bin st/model.safetensors
+cp -r hf hf.orig
+for o in ./hf/ "$T/same/hf"; do
+  run_z shrink --quiet hf "$o"
+  expect "folder OUT is IN as $o" 2 "zerofold: shrink: OUT is IN; use --in-place to replace the input
+$hint
+"
+done
+run_z shrink --quiet hf o
+expect "an OUT shard is an input shard (hard link)" 2 "zerofold: o/$shard2: invalid argument: would replace an input file: hf/$shard2
+"
+rm "o/$shard2" && ln -s "../hf/$shard2" "o/$shard2"
+run_z shrink --quiet hf o
+expect "an OUT shard is an input shard (symlink)" 2 "zerofold: o/$shard2: invalid argument: would replace an input file: hf/$shard2
+"
+[ "$(ls -A o)" = "$shard2" ] || fail "a refused folder shrink wrote: $(ls -A o)"
+diff -r hf hf.orig >/dev/null || fail "a refused folder shrink changed the input"
+for limit in 1GB 100B; do
+  run_z shrink --quiet --max-shard-size $limit single/pytorch_model.bin single/
+  expect "IN in its folder OUT, --max-shard-size $limit" 2 "zerofold: single/pytorch_model.bin: invalid argument: would replace an input file
+"
+done
+run_z shrink --quiet --to safetensors single/pytorch_model.bin st/
+expect "--to safetensors onto a link to IN" 2 "zerofold: st/model.safetensors: invalid argument: would replace an input file: single/pytorch_model.bin
+"
+cmp -s single/pytorch_model.bin "$views" && [ "$(ls -A single)" = pytorch_model.bin ] || fail "a refused shard or conversion changed the input"
+[ -L st/model.safetensors ] && [ "$(ls -A st)" = model.safetensors ] || fail "a refused conversion wrote into st: $(ls -A st)"
+cd "$T/w" && rm -rf "$T/same"
 
 # --- a failure leaves no partial output, and no temp file --------------------------------
 mkdir -p "$T/ro" && cp "$views" "$T/ro/in.pt"

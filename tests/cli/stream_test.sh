@@ -99,7 +99,7 @@ zerofold: hint: run 'zerofold shrink --help'"
 for pair in "- $T/v.pt" "$F/torch/views.pt -" "$F/torch/views.pt $T/v.pt.zst"; do
   # shellcheck disable=SC2086
   expect_exit 2 "$Z" shrink --verify $pair
-  expect_stderr "zerofold: shrink: --verify reads input and output again as files; - and .zst names are streams
+  expect_stderr "zerofold: shrink: --verify: a stream ('-', .zst) cannot be re-read
 zerofold: hint: run 'zerofold shrink --help'"
 done
 for flags in "--to safetensors" "--max-shard-size 1MB"; do

@@ -65,6 +65,60 @@ TEST_CASE("MemEnv files, folders and errors") {
   CHECK_EQ(env.RemoveFile("d/e/f.txt").code(), Code::kNotFound);
 }
 
+TEST_CASE("MemEnv file ids: one per file and folder, shared by a link, new on replace") {
+  MemEnv env;
+  env.SetFile("d/a.pt", "a");
+  env.SetFile("d/b.pt", "b");
+  const FileId a = env.GetFileId("d/a.pt").value();
+  CHECK_EQ(a, (FileId{0, env.FileId("d/a.pt")}));
+  CHECK_EQ(env.GetFileId("./d//a.pt").value(), a);
+  CHECK_FALSE(env.GetFileId("d/b.pt").value() == a);
+  // Folders: stable ids of their own, whatever the spelling.
+  const FileId d = env.GetFileId("d").value();
+  CHECK_EQ(env.GetFileId("./d/").value(), d);
+  CHECK_FALSE(d == a);
+  CHECK_FALSE(env.GetFileId(".").value() == d);
+  CHECK_EQ(env.GetFileId(".").value(), env.GetFileId("").value());
+  Status missing = env.GetFileId("d/nope").status();
+  CHECK_EQ(missing.code(), Code::kNotFound);
+  CHECK_EQ(missing.ToString(), "d/nope: not found: stat: No such file or directory");
+
+  // A hard link: the same bytes and id, until one name gets a new file.
+  REQUIRE(env.Link("d/a.pt", "e/link.pt"));
+  CHECK_FALSE(env.Link("d/nope", "e/x"));
+  CHECK_FALSE(env.FileExists("e/x"));
+  CHECK_EQ(env.GetFileId("e/link.pt").value(), a);
+  CHECK_EQ(Read(*env.OpenRandom("e/link.pt").value()), "a");
+  env.SetFile("e/link.pt", "new");
+  CHECK_FALSE(env.GetFileId("e/link.pt").value() == a);
+  CHECK_EQ(env.GetFileId("d/a.pt").value(), a);
+  CHECK_EQ(Read(*env.OpenRandom("d/a.pt").value()), "a");
+}
+
+TEST_CASE("SameFile: the same existing file or folder by any name") {
+  MemEnv env;
+  env.SetFile("d/a.pt", "a");
+  env.SetFile("d/b.pt", "b");
+  REQUIRE(env.Link("d/a.pt", "hard.pt"));
+  struct Case {
+    const char* a;
+    const char* b;
+    bool same;
+  } cases[] = {
+      {"d/a.pt", "d/a.pt", true},   {"d/a.pt", "./d/a.pt", true}, {"d/a.pt", "hard.pt", true},
+      {"d/", "./d", true},          {"d/a.pt", "d/b.pt", false},  {"d/a.pt", "d", false},
+      {"d/a.pt", "d/nope", false},  {"d/nope", "d/nope", false},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.a);
+    CAPTURE(c.b);
+    CHECK_EQ(SameFile(&env, c.a, c.b).value(), c.same);
+    CHECK_EQ(SameFile(&env, c.b, c.a).value(), c.same);
+  }
+  FaultEnv fault(&env);  // forwards GetFileId
+  CHECK(SameFile(&fault, "d/a.pt", "hard.pt").value());
+}
+
 TEST_CASE("MemEnv atomic files: a visible temp, renamed on commit, removed otherwise") {
   MemEnv env;
   env.SetFile("out/t.bin", "old");

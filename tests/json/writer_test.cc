@@ -7,7 +7,6 @@
 #include <string>
 
 #include "json/reader.h"
-#include "json/utf8.h"
 
 namespace zerofold::json {
 namespace {
@@ -40,6 +39,40 @@ TEST_CASE("json writer refuses invalid UTF-8 and leaves the output alone") {
   CHECK_EQ(s.code(), Code::kInvalidArgument);
   CHECK_EQ(s.message(), "JSON output: string is not valid UTF-8 at byte 1: \"a\\xff\"");
   CHECK_EQ(out, "x");
+}
+
+TEST_CASE("json writer with escape_invalid_utf8 writes bad bytes as \\xNN text, the rest exactly") {
+  WriteOptions o;
+  o.escape_invalid_utf8 = true;
+  struct Case {
+    const char* name;
+    std::string in, want;
+  } cases[] = {
+      {"valid stays exact", "a\\\xc3\xa9\n", "\"a\\\\\xc3\xa9\\n\""},
+      {"one bad byte", "a\xff", "\"a\\\\xff\""},
+      {"bad first, then valid", "\x80\xc3\xa9z", "\"\\\\x80\xc3\xa9z\""},
+      {"truncated sequence, then control", std::string("\xe2\x82\0", 3), "\"\\\\xe2\\\\x82\\u0000\""},
+      {"surrogate", "\xed\xa0\x80", "\"\\\\xed\\\\xa0\\\\x80\""},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string out;
+    REQUIRE(AppendString(c.in, o, &out).ok());
+    CHECK_EQ(out, c.want);
+  }
+  o.ascii_only = true;
+  std::string out;
+  REQUIRE(AppendString("\xc3\xa9\xff", o, &out).ok());
+  CHECK_EQ(out, "\"\\u00e9\\\\xff\"");
+  // In a document: a key and a value, and Finish succeeds.
+  Writer w(o);
+  w.BeginObject();
+  w.Key("k\xfe");
+  w.String("v\xc0");
+  w.EndObject();
+  Result<std::string> doc = w.Finish();
+  REQUIRE(doc.ok());
+  CHECK_EQ(*doc, "{\"k\\\\xfe\":\"v\\\\xc0\"}");
 }
 
 TEST_CASE("QuoteForDisplay never fails and cuts long input") {
@@ -214,20 +247,6 @@ TEST_CASE("json parse then write round-trips byte for byte (compact input)") {
     CHECK_EQ(*out, expected[i]);
     CHECK(Parse(*out).value() == *v);
   }
-}
-
-TEST_CASE("utf8 validation follows RFC 3629") {
-  CHECK_EQ(FirstInvalidUtf8("plain"), kValidUtf8);
-  CHECK_EQ(FirstInvalidUtf8("\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"),
-           kValidUtf8);
-  CHECK_EQ(FirstInvalidUtf8("ab\x80"), 2u);          // lone continuation
-  CHECK_EQ(FirstInvalidUtf8("\xc1\xbf"), 0u);        // overlong 2-byte
-  CHECK_EQ(FirstInvalidUtf8("\xe0\x9f\xbf"), 0u);    // overlong 3-byte
-  CHECK_EQ(FirstInvalidUtf8("\xed\xbf\xbf"), 0u);    // surrogate
-  CHECK_EQ(FirstInvalidUtf8("\xf0\x8f\xbf\xbf"), 0u);  // overlong 4-byte
-  CHECK_EQ(FirstInvalidUtf8("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
-  CHECK_EQ(FirstInvalidUtf8("x\xf5\x80\x80\x80"), 1u);
-  CHECK_EQ(FirstInvalidUtf8("x\xe2\x82"), 1u);       // truncated
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include "json/utf8.h"
+#include "io/utf8.h"
 
-namespace zerofold::json {
+namespace zerofold::io {
 
 namespace {
 inline uint8_t At(std::string_view s, size_t i) { return static_cast<uint8_t>(s[i]); }
@@ -81,4 +81,4 @@ uint32_t DecodeUtf8(std::string_view s, size_t len) {
   }
 }
 
-}  // namespace zerofold::json
+}  // namespace zerofold::io
