@@ -296,8 +296,8 @@ ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge
  * an "error" object, as in the CLI.
  * On return *json is the document, NUL-terminated, and *json_length its
  * length (json_length may be NULL), or *json is NULL when no document could
- * be made (invalid arguments, out of memory). Release *json with zf_free
- * whatever the code.
+ * be made (invalid arguments, out of memory, ZF_E_INTERNAL from the JSON
+ * writer). Release *json with zf_free whatever the code.
  * Returns ZF_OK when every file was listed; otherwise the code of the first
  * failure, whose path, record and offset fill err. */
 ZF_EXPORT zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "capi/capi_version.h"
 #include "capi/error.h"
@@ -17,17 +18,18 @@ namespace zerofold::capi {
 namespace {
 
 // `zerofold inspect --json PATH` for one PATH (src/cli/inspect_command.cc):
-// the same calls and the same document writer. Returns the first failure;
-// `doc` is the document either way.
-Status InspectJson(const std::string& path, std::string* doc) {
+// the same calls and the same document writer. Sets `doc` to the document
+// and `first` to the first file's failure (OK when every file was listed).
+// Returns kInternal, and no document, only when the writer fails (a
+// zerofold bug).
+Status InspectJson(const std::string& path, std::string* doc, Status* first) {
   Env* env = Env::Default();
   const model::ListOptions options;
   cli::JsonFiles json_files;
-  Status first;
   Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
   if (!files.ok()) {
     json_files.AddError(path, files.status());
-    first = files.status();
+    *first = files.status();
   } else {
     for (const std::string& file : files->files) {
       Result<model::Listing> listing = model::ListFile(env, file, options);
@@ -36,11 +38,13 @@ Status InspectJson(const std::string& path, std::string* doc) {
         continue;
       }
       json_files.AddError(file, listing.status());
-      if (first.ok()) first = listing.status();
+      if (first->ok()) *first = listing.status();
     }
   }
-  *doc = json_files.Finish();
-  return first;
+  Result<std::string> text = json_files.Finish();
+  if (!text.ok()) return Status::Internal("inspect JSON document: " + text.status().message());
+  *doc = std::move(*text);
+  return Status::OK();
 }
 
 }  // namespace
@@ -61,14 +65,15 @@ zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_e
     if (path == nullptr) return Status::InvalidArgument("PATH is NULL");
     if (json == nullptr) return Status::InvalidArgument("json is NULL; it receives the document");
     std::string doc;
-    Status status = zerofold::capi::InspectJson(path, &doc);
+    Status first;
+    ZF_TRY(zerofold::capi::InspectJson(path, &doc, &first));
     // malloc, so that zf_free (free) releases it; the document may be large.
     char* copy = static_cast<char*>(std::malloc(doc.size() + 1));
     if (copy == nullptr) throw std::bad_alloc();
     std::memcpy(copy, doc.data(), doc.size() + 1);
     *json = copy;
     if (json_length != nullptr) *json_length = doc.size();
-    return status;
+    return first;
   });
 }
 
