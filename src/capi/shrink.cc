@@ -67,8 +67,12 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
     return Status::InvalidArgument("in_place rewrites a file; '" + in + "' is a stream");
   if (!o.in_place && !options.dry_run && !to_stdout && !o.force && env->FileExists(out) && !env->IsDirectory(out))
     return Status::InvalidArgument("'" + out + "' exists; set force to replace it or in_place to shrink IN itself");
-  if (!o.in_place && out == in && !to_stdout)
-    return Status::InvalidArgument("OUT is IN; set in_place to replace the input");
+  if (!o.in_place && !to_stdout) {
+    // OUT names IN, also by another path, a symlink or a hard link.
+    Result<bool> same = stream_in ? Result<bool>(false) : SameFile(env, in, out);
+    if (!same.ok()) return same.status();
+    if (out == in || *same) return Status::InvalidArgument("OUT is IN; set in_place to replace the input");
+  }
   if (options.verify) {
     const char* why = nullptr;
     if (stream_in || stream_out) why = "a stream ('-', .zst) cannot be re-read";

@@ -383,6 +383,19 @@ static void test_shrink_in_place_and_progress(void) {
   zf_shrink_options_set_force(o, 1);
   CHECK_CODE(zf_shrink(copy, copy, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
   CHECK_STR(b.message, "OUT is IN; set in_place to replace the input");
+  /* ... also by another path, a symlink or a hard link to it. */
+  sh(fmt("cd '%s' && ln -sf '%s' views_sym.pt && ln -f '%s' views_hard.pt", tmp, copy, copy));
+  {
+    const char* others[3];
+    int i;
+    others[0] = fmt("%s/./%s", tmp, strrchr(copy, '/') + 1);
+    others[1] = fmt("%s/views_sym.pt", tmp);
+    others[2] = fmt("%s/views_hard.pt", tmp);
+    for (i = 0; i < 3; ++i) {
+      CHECK_CODE(zf_shrink(copy, others[i], o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+      CHECK_STR(b.message, "OUT is IN; set in_place to replace the input");
+    }
+  }
   zf_shrink_options_destroy(o);
   CHECK(same_bytes(copy, views));
   CHECK_CODE(zf_shrink(copy, NULL, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
