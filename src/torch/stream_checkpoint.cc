@@ -29,7 +29,7 @@ constexpr size_t kSniffBytes = kTarMagicOffset + 8;
 // The first look at a legacy pickle; grown fourfold while it is truncated.
 constexpr size_t kFirstPickleChunk = 64 << 10;
 // Bytes of storage data passed through per read when skipping.
-constexpr size_t kSkipChunk = 64 << 10;
+constexpr size_t kSkipChunk = 1 << 20;
 // The byteorder record holds one word (torch/zip_checkpoint.cc has the same).
 constexpr uint64_t kMaxByteOrderBytes = 16;
 
