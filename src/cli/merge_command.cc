@@ -301,17 +301,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();
   if (!r.ok()) {
-    PrintError(r.status());
-    if (as_json) {
-      json::Writer w = NewJsonWriter();
-      w.BeginObject();
-      w.Key("error");
-      WriteJsonError(w, r.status());
-      w.EndObject();
-      Result<std::string> text = w.Finish();
-      if (text.ok()) std::printf("%s\n", text->c_str());
-    }
-    return ExitCodeFor(r.status());
+    return CommandFailed(r.status(), as_json);
   }
   if (!quiet)
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);

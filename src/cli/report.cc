@@ -3,8 +3,23 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "cli/json_output.h"
 
 namespace zerofold::cli {
+
+int CommandFailed(const Status& status, bool as_json) {
+  PrintError(status);
+  if (as_json) {
+    json::Writer w = NewJsonWriter();
+    w.BeginObject();
+    w.Key("error");
+    WriteJsonError(w, status);
+    w.EndObject();
+    Result<std::string> text = w.Finish();
+    if (text.ok()) std::printf("%s\n", text->c_str());
+  }
+  return ExitCodeFor(status);
+}
 
 void PrintError(const Status& status) {
   std::fprintf(stderr, "zerofold: %s\n", status.ToString().c_str());

@@ -13,6 +13,9 @@ namespace zerofold::cli {
 void PrintError(const Status& status);
 void PrintWarning(const std::string& path, const std::string& message);
 void PrintHint(const std::string& hint);
+// A command's failure: prints the error line, and with `as_json` also
+// {"error":{...}} on stdout; returns the exit code for `status`.
+int CommandFailed(const Status& status, bool as_json);
 // Prints a usage error and returns kExitUsage.
 int UsageError(const std::string& command, const std::string& message);
 

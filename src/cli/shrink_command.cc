@@ -255,17 +255,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   }
   progress.Clear();
   if (!status.ok()) {
-    PrintError(status);
-    if (as_json) {
-      json::Writer w = NewJsonWriter();
-      w.BeginObject();
-      w.Key("error");
-      WriteJsonError(w, status);
-      w.EndObject();
-      Result<std::string> text = w.Finish();
-      if (text.ok()) std::printf("%s\n", text->c_str());
-    }
-    return ExitCodeFor(status);
+    return CommandFailed(status, as_json);
   }
   if (as_json) {
     json::Writer w = NewJsonWriter();

@@ -128,17 +128,7 @@ int RunShrinkConversion(const ParsedArgs& args, const std::string& in, const std
                                              : ops::ShardTorchFile(env, in, out, options);
   progress.Clear();
   if (!r.ok()) {
-    PrintError(r.status());
-    if (as_json) {
-      json::Writer w = NewJsonWriter();
-      w.BeginObject();
-      w.Key("error");
-      WriteJsonError(w, r.status());
-      w.EndObject();
-      Result<std::string> text = w.Finish();
-      if (text.ok()) std::printf("%s\n", text->c_str());
-    }
-    return ExitCodeFor(r.status());
+    return CommandFailed(r.status(), as_json);
   }
   PrintConvertReport(*r, options.dry_run, quiet || as_json);
   if (as_json) std::printf("%s\n", ConvertReportJson(*r, options.dry_run).c_str());

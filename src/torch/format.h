@@ -29,6 +29,10 @@ constexpr std::string_view kTorchScriptCodeFolder = "code/";
 // torch/serialization.py _legacy_save / _legacy_load) ---
 // MAGIC_NUMBER = 0x1950a86a20f9469cfc6c, as the little-endian two's
 // complement bytes a pickle LONG1 carries.
+// The byteorder record holds one word ("little" or "big"); anything longer
+// is not one.
+constexpr uint64_t kMaxByteOrderBytes = 16;
+
 constexpr std::string_view kLegacyMagicNumberLE = "\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
 constexpr int64_t kLegacyProtocolVersion = 1001;  // PROTOCOL_VERSION
 // Each storage's bytes follow an element count (int64, little-endian

@@ -15,15 +15,9 @@ namespace {
 
 using pickle::Kind;
 
-// Record names of the pickles, for errors.
-
 // The first read is small: most legacy pickles are a few KiB, and storage
 // bytes right behind them need not be read.
 constexpr uint64_t kFirstChunk = 64 << 10;
-
-bool IsTruncation(const Status& s) {
-  return s.code() == Code::kCorrupt && std::string_view(s.message()).starts_with("truncated");
-}
 
 // The magic number as LONG1 carries it, without redundant sign bytes.
 bool IsMagicNumber(const pickle::Graph& g, pickle::NodeId n) {
@@ -106,29 +100,38 @@ Result<pickle::Decoded> DecodePickleAt(const RandomSource& src, uint64_t offset,
   }
 }
 
-Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptions& options) {
-  uint64_t offset = 0;
-  // 1. Magic number. A file that fails here is not a torch file at all.
-  Result<pickle::Decoded> magic = DecodePickleAt(src, offset, options, kMagicRecord);
+bool IsTruncation(const Status& s) {
+  return s.code() == Code::kCorrupt && std::string_view(s.message()).starts_with("truncated");
+}
+
+Status CheckLegacyMagic(const Result<pickle::Decoded>& magic) {
   if (!magic.ok()) {
     if (magic.status().code() == Code::kIO) return magic.status();
     return NotATorchFile("first pickle: " + magic.status().message());
   }
   if (!IsMagicNumber(magic->graph, magic->root)) return NotATorchFile("first pickle is not the legacy magic number");
+  return Status::OK();
+}
+
+Status CheckLegacyProtocol(const pickle::Decoded& protocol, uint64_t offset) {
+  const pickle::Graph& g = protocol.graph;
+  if (g.kind(protocol.root) == Kind::kInt && g.AsInt(protocol.root) == kLegacyProtocolVersion) return Status::OK();
+  std::string got = g.kind(protocol.root) == Kind::kInt ? std::to_string(g.AsInt(protocol.root)) : "not an int";
+  return Status::Corrupt("legacy protocol version is " + got + ", expected " + std::to_string(kLegacyProtocolVersion))
+      .WithOffset(offset)
+      .WithRecord(kProtocolRecord);
+}
+
+Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptions& options) {
+  uint64_t offset = 0;
+  // 1. Magic number. A file that fails here is not a torch file at all.
+  Result<pickle::Decoded> magic = DecodePickleAt(src, offset, options, kMagicRecord);
+  ZF_TRY(CheckLegacyMagic(magic));
   offset += magic->consumed;
 
   // 2. Protocol version.
   ZF_ASSIGN_OR_RETURN(pickle::Decoded protocol, DecodePickleAt(src, offset, options, kProtocolRecord));
-  if (protocol.graph.kind(protocol.root) != Kind::kInt ||
-      protocol.graph.AsInt(protocol.root) != kLegacyProtocolVersion) {
-    std::string got = protocol.graph.kind(protocol.root) == Kind::kInt
-                          ? std::to_string(protocol.graph.AsInt(protocol.root))
-                          : "not an int";
-    return Status::Corrupt("legacy protocol version is " + got + ", expected " +
-                           std::to_string(kLegacyProtocolVersion))
-        .WithOffset(offset)
-        .WithRecord(kProtocolRecord);
-  }
+  ZF_TRY(CheckLegacyProtocol(protocol, offset));
   offset += protocol.consumed;
 
   // 3. sys_info: torch's loader does not look at it (data and counts are

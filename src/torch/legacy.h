@@ -45,6 +45,18 @@ Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptio
 Result<pickle::Decoded> DecodePickleAt(const RandomSource& src, uint64_t offset, const ReadOptions& options,
                                        std::string_view record);
 
+// True for the decoder's error on a pickle cut short (more bytes may finish it).
+bool IsTruncation(const Status& s);
+
+// The first pickle's check: `magic` decoded to the legacy magic number.
+// kIO passes through; any other failure is kCorrupt "not a torch file" at
+// offset 0.
+Status CheckLegacyMagic(const Result<pickle::Decoded>& magic);
+
+// The second pickle's check: kCorrupt naming kProtocolRecord at `offset`
+// unless it is the int kLegacyProtocolVersion.
+Status CheckLegacyProtocol(const pickle::Decoded& protocol, uint64_t offset);
+
 // Record names of the five pickles, for errors.
 constexpr std::string_view kMagicRecord = "magic number pickle";
 constexpr std::string_view kProtocolRecord = "protocol version pickle";

@@ -30,29 +30,10 @@ constexpr size_t kSniffBytes = kTarMagicOffset + 8;
 constexpr size_t kFirstPickleChunk = 64 << 10;
 // Bytes of storage data passed through per read when skipping.
 constexpr size_t kSkipChunk = 1 << 20;
-// The byteorder record holds one word (torch/zip_checkpoint.cc has the same).
-constexpr uint64_t kMaxByteOrderBytes = 16;
 
 constexpr std::string_view kUseAPath =
     "; a pipe or .zst input is read in one pass, which needs torch's own layout: give the file's path instead";
 
-bool IsTruncation(const Status& s) {
-  return s.code() == Code::kCorrupt && std::string_view(s.message()).starts_with("truncated");
-}
-
-// The magic number as LONG1 carries it, without redundant sign bytes.
-bool IsMagicNumber(const pickle::Graph& g, pickle::NodeId n) {
-  if (g.kind(n) != Kind::kBigInt) return false;
-  std::string_view le = g.AsStr(n);
-  while (le.size() > kLegacyMagicNumberLE.size() && le.back() == '\0') le.remove_suffix(1);
-  return le == kLegacyMagicNumberLE;
-}
-
-Status NotATorchFile(std::string_view why) {
-  return Status::Corrupt("not a torch file: neither a zip archive nor a legacy torch pickle (" + std::string(why) +
-                         ")")
-      .WithOffset(0);
-}
 
 // A forward-only source that can look ahead: Peek(n) buffers up to n bytes
 // without consuming them. Reads drain the buffer before the source.
@@ -430,25 +411,12 @@ Status StreamCheckpointReader::Impl::ReadLegacyModel() {
   ckpt.format = Format::kTorchLegacy;
   // 1. Magic number. A stream that fails here is not a torch file at all.
   Result<pickle::Decoded> magic = DecodeNextPickle(kMagicRecord);
-  if (!magic.ok()) {
-    if (magic.status().code() == Code::kIO) return magic.status();
-    return NotATorchFile("first pickle: " + magic.status().message());
-  }
-  if (!IsMagicNumber(magic->graph, magic->root)) return NotATorchFile("first pickle is not the legacy magic number");
+  ZF_TRY(CheckLegacyMagic(magic));
 
   // 2. Protocol version.
   const uint64_t protocol_offset = la_.position();
   ZF_ASSIGN_OR_RETURN(pickle::Decoded protocol, DecodeNextPickle(kProtocolRecord));
-  if (protocol.graph.kind(protocol.root) != Kind::kInt ||
-      protocol.graph.AsInt(protocol.root) != kLegacyProtocolVersion) {
-    std::string got = protocol.graph.kind(protocol.root) == Kind::kInt
-                          ? std::to_string(protocol.graph.AsInt(protocol.root))
-                          : "not an int";
-    return Status::Corrupt("legacy protocol version is " + got + ", expected " +
-                           std::to_string(kLegacyProtocolVersion))
-        .WithOffset(protocol_offset)
-        .WithRecord(kProtocolRecord);
-  }
+  ZF_TRY(CheckLegacyProtocol(protocol, protocol_offset));
 
   // 3. sys_info, which torch's loader ignores.
   ZF_ASSIGN_OR_RETURN(pickle::Decoded sys_info, DecodeNextPickle(kSysInfoRecord));

@@ -12,8 +12,6 @@
 namespace zerofold::torch {
 namespace {
 
-// The byteorder record holds one word; anything longer is not one.
-constexpr uint64_t kMaxByteOrderBytes = 16;
 
 // The part of an entry name below the top folder, or the whole name.
 std::string_view Relative(const zip::Archive& ar, std::string_view name) {
