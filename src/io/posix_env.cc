@@ -1,4 +1,5 @@
-// The only file that calls the operating system's file API.
+// With io/direct_writer.cc, the only files that call the operating system's
+// file API.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "io/direct_writer.h"
 #include "zerofold/env.h"
 
 namespace zerofold {
@@ -84,46 +86,27 @@ class PosixStreamSource final : public StreamSource {
   uint64_t pos_ = 0;
 };
 
-// Bytes per write(2). Larger writes gain nothing and, on VMs that return
-// freed memory to the host (free page reporting), cost 3-5x: the kernel fills
-// the page cache in large blocks whose first touch faults on the host (cat,
-// with 128 KiB, does not pay it). bench/shrink_bench.py measured both.
-constexpr size_t kMaxWriteBytes = size_t{128} << 10;
-
 // The pipe buffer asked for on standard input.
 constexpr int kStdinPipeBytes = 1 << 20;
-
-Status WriteAll(int fd, const std::string& name, std::span<const std::byte> data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t w = ::write(fd, data.data() + done, std::min(data.size() - done, kMaxWriteBytes));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return PosixError(name, "write", errno);
-    }
-    done += static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
 
 class PosixAtomicFileSink final : public AtomicFileSink {
  public:
   PosixAtomicFileSink(std::string target, std::string temp, int fd)
-      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd) {}
+      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd), writer_(fd, target_) {}
   ~PosixAtomicFileSink() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(temp_.c_str());
   }
   Status Append(std::span<const std::byte> data) override {
     if (fd_ < 0) return Status::Internal("append after commit").WithPath(target_);
-    ZF_TRY(WriteAll(fd_, target_, data));
-    pos_ += data.size();
-    return Status::OK();
+    return writer_.Append(data);
   }
-  uint64_t position() const override { return pos_; }
+  Status Flush() override { return fd_ < 0 ? Status::OK() : writer_.Finish(); }
+  uint64_t position() const override { return writer_.position(); }
   const std::string& name() const override { return target_; }
   Status Commit() override {
     if (fd_ < 0) return Status::Internal("commit twice").WithPath(target_);
+    ZF_TRY(writer_.Finish());
     if (::fsync(fd_) != 0) return PosixError(target_, "fsync", errno);
     if (::close(fd_) != 0) {
       fd_ = -1;
@@ -144,7 +127,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   std::string target_;
   std::string temp_;
   int fd_;
-  uint64_t pos_ = 0;
+  io::DirectWriter writer_;  // large files skip the page cache
   bool committed_ = false;
 };
 
@@ -152,7 +135,7 @@ class FdSink final : public Sink {
  public:
   FdSink(std::string name, int fd) : name_(std::move(name)), fd_(fd) {}
   Status Append(std::span<const std::byte> data) override {
-    ZF_TRY(WriteAll(fd_, name_, data));
+    ZF_TRY(io::WriteAllBuffered(fd_, name_, data));
     pos_ += data.size();
     return Status::OK();
   }

@@ -11,7 +11,6 @@
 #include "ops/convert.h"
 #include "ops/merge_assemble.h"
 #include "ops/merge_load.h"
-#include "ops/merge_sink.h"
 #include "ops/merge_verify.h"
 #include "ops/merge_write.h"
 
@@ -207,12 +206,12 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   for (size_t k = 0; k < report.files.size(); ++k) {
     const MergeOutputFile& f = report.files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
-    // The copy into the file overlaps with reading the next bytes.
-    BackgroundWriteSink background(sink.get(), options.buffer_bytes);
+    // The file sink writes on its own thread (io/direct_writer.h); Flush
+    // ends that and frees its buffers before the next file starts.
     Status written = report.format == MergeFormat::kTorch
-                         ? WriteTorchFile(torch_files[k], plan, assembler, &background, progress)
-                         : WriteSafetensorsFile(st_files[k], plan, assembler, &background, progress);
-    if (written.ok()) written = background.Drain();
+                         ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)
+                         : WriteSafetensorsFile(st_files[k], plan, assembler, sink.get(), progress);
+    if (written.ok()) written = sink->Flush();
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
   }
