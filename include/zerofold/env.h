@@ -94,7 +94,9 @@ class Env {
   // "-" is standard input.
   virtual Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) = 0;
   virtual Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) = 0;
-  // Standard output as a sink (never committed, never removed).
+  // Standard output as a sink (never committed, never removed). It may hold
+  // bytes back (POSIX: up to 8 MiB when standard output is a regular file);
+  // Flush() writes them and must end every use.
   virtual Result<std::unique_ptr<Sink>> StdoutSink() = 0;
 
   virtual bool FileExists(const std::string& path) = 0;

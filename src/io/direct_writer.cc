@@ -35,7 +35,8 @@ Status WriteAllBuffered(int fd, const std::string& name, std::span<const std::by
 
 void DirectWriter::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
 
-DirectWriter::DirectWriter(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+DirectWriter::DirectWriter(int fd, std::string name, uint64_t start_offset)
+    : fd_(fd), name_(std::move(name)), written_(start_offset) {}
 
 DirectWriter::~DirectWriter() { StopThread(); }
 

@@ -47,8 +47,10 @@ class DirectWriter {
   static constexpr size_t kChunkBytes = size_t{4} << 20;
   static constexpr size_t kAlignBytes = 4096;
 
-  // fd: a new, empty file opened for writing (without O_APPEND).
-  DirectWriter(int fd, std::string name);
+  // fd: a file opened for writing (without O_APPEND) whose offset is
+  // start_offset: a new file's 0, or where standard output stands. Direct
+  // writes happen only at offsets that are multiples of kAlignBytes.
+  DirectWriter(int fd, std::string name, uint64_t start_offset = 0);
   // Waits for the writer thread; bytes not finished are dropped.
   ~DirectWriter();
   DirectWriter(const DirectWriter&) = delete;
@@ -88,7 +90,7 @@ class DirectWriter {
   uint64_t accepted_ = 0;  // bytes appended
 
   // Used by WriteBlock only.
-  uint64_t written_ = 0;  // bytes in the file
+  uint64_t written_;      // the file offset: start_offset + bytes written
   bool direct_ = false;   // O_DIRECT is set on fd_
   bool may_direct_ = true;
 

@@ -148,6 +148,51 @@ class FdSink final : public Sink {
   uint64_t pos_ = 0;
 };
 
+// Standard output when it is a regular file: written through a descriptor of
+// its own, opened again from /proc/self/fd/1, so that DirectWriter's
+// O_DIRECT never touches the descriptor the shell shares with other
+// programs. Flush() moves standard output's offset past the bytes written,
+// as if they had gone through it.
+class StdoutFileSink final : public Sink {
+ public:
+  StdoutFileSink(int fd, uint64_t start) : fd_(fd), start_(start), writer_(fd, name_, start) {}
+  ~StdoutFileSink() override { ::close(fd_); }
+  Status Append(std::span<const std::byte> data) override { return writer_.Append(data); }
+  Status Flush() override {
+    ZF_TRY(writer_.Finish());
+    if (::lseek(1, static_cast<off_t>(start_ + writer_.position()), SEEK_SET) < 0)
+      return PosixError(name_, "seek", errno);
+    return Status::OK();
+  }
+  uint64_t position() const override { return writer_.position(); }
+  const std::string& name() const override { return name_; }
+
+  // The sink, or null when standard output is not a regular file at an
+  // offset of its own (a pipe, a terminal, O_APPEND) or cannot be reopened.
+  static std::unique_ptr<Sink> Open() {
+    struct stat st;
+    if (::fstat(1, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+    int flags = ::fcntl(1, F_GETFL);
+    off_t at = ::lseek(1, 0, SEEK_CUR);
+    if (flags < 0 || (flags & O_APPEND) != 0 || at < 0) return nullptr;
+    int fd = ::open("/proc/self/fd/1", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    struct stat again;
+    if (::fstat(fd, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino ||
+        ::lseek(fd, at, SEEK_SET) != at) {
+      ::close(fd);
+      return nullptr;
+    }
+    return std::unique_ptr<Sink>(new StdoutFileSink(fd, static_cast<uint64_t>(at)));
+  }
+
+ private:
+  const std::string name_ = "<stdout>";
+  int fd_;
+  uint64_t start_;
+  io::DirectWriter writer_;
+};
+
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override {
@@ -197,6 +242,7 @@ class PosixEnv final : public Env {
   }
 
   Result<std::unique_ptr<Sink>> StdoutSink() override {
+    if (std::unique_ptr<Sink> file = StdoutFileSink::Open()) return file;
     return std::unique_ptr<Sink>(new FdSink("<stdout>", 1));
   }
 

@@ -135,7 +135,8 @@ Result<std::unique_ptr<StreamSource>> OpenNamedInput(Env* env, const std::string
 // atomic file, anything else an atomic file. Write to sink(); Commit() ends
 // the zstd frame and commits the file (standard output is only flushed).
 // Destroyed without a successful Commit(), a file output leaves its target
-// untouched; what went to standard output stays written.
+// untouched; what went to standard output stays written (but for the bytes
+// its sink held back: Env::StdoutSink).
 class NamedOutput {
  public:
   virtual ~NamedOutput() = default;

@@ -82,6 +82,33 @@ same "$T/views_path.pt" "$T/views.pt"
 check
 grep -q '^- -> -: ' "$T/err" || fail "no report on stderr: $(cat "$T/err")"
 
+# 4b. Standard output as a file is written through a descriptor of its own
+#     (O_DIRECT where the filesystem takes it): the bytes land where standard
+#     output stood, after bytes already written or appended, and the shell's
+#     descriptor goes on after them. A checkpoint of over 8 MiB, so that
+#     whole chunks go through the writer thread.
+gen="$(dirname "$Z")/bench/shrink_gen"
+"$gen" "$T/big" 12582912 2 3 bfloat16 8388608 >/dev/null
+big="$T/big/pytorch_model-00001-of-00002.bin"
+"$Z" shrink --quiet "$big" "$T/big_path.bin"
+check
+[ "$(stat -c %s "$T/big_path.bin")" -gt 8388608 ] || fail "big output too small"
+{ printf abc; "$Z" shrink --quiet - - <"$big"; printf xyz; } >"$T/framed.bin"
+{ printf abc; cat "$T/big_path.bin"; printf xyz; } >"$T/framed_want.bin"
+same "$T/framed_want.bin" "$T/framed.bin"
+printf 12345 >"$T/appended.bin"
+"$Z" shrink --quiet - - <"$big" >>"$T/appended.bin"
+{ printf 12345; cat "$T/big_path.bin"; } >"$T/appended_want.bin"
+same "$T/appended_want.bin" "$T/appended.bin"
+"$Z" shrink --quiet "$big" - >"$T/big_stdout.bin"
+same "$T/big_path.bin" "$T/big_stdout.bin"
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  shm=$(mktemp /dev/shm/zf-stream-XXXXXX)
+  "$Z" shrink --quiet - - <"$big" >"$shm"
+  same "$T/big_path.bin" "$shm"
+  rm -f "$shm"
+fi
+
 # 5. Refusals.
 if script -qec true /dev/null >/dev/null 2>&1; then
   expect_exit 0 script -qec "$Z shrink $F/torch/views.pt -; echo exit=\$?" /dev/null
