@@ -26,12 +26,10 @@ Status Verify(const std::string& a, const std::string& b, zf_verify_report* repo
   Result<std::unique_ptr<RandomSource>> a_src = env->OpenRandom(a);
   if (!a_src.ok()) return Status(a_src.status()).WithPath(a);
   ZF_TRY(RequireTorch(**a_src));
-  {
-    Result<std::unique_ptr<RandomSource>> b_src = env->OpenRandom(b);
-    if (!b_src.ok()) return Status(b_src.status()).WithPath(b);
-    ZF_TRY(RequireTorch(**b_src));
-  }
-  Result<ops::VerifyReport> r = ops::VerifyWritten(env, **a_src, b, ops::VerifyOptions{});
+  Result<std::unique_ptr<RandomSource>> b_src = env->OpenRandom(b);
+  if (!b_src.ok()) return Status(b_src.status()).WithPath(b);
+  ZF_TRY(RequireTorch(**b_src));
+  Result<ops::VerifyReport> r = ops::VerifyWritten(**a_src, **b_src, ops::VerifyOptions{});
   if (!r.ok()) return r.status();
   report->tensors = r->tensors;
   report->bytes = r->bytes;

@@ -46,29 +46,40 @@ std::string Dims(const std::vector<int64_t>& v) {
   return out + "]";
 }
 
+// Names come from the file: control bytes and invalid UTF-8 are shown
+// escaped, as error lines show them, so a hostile name cannot drive the
+// terminal.
+std::string Shown(std::string_view text) { return EscapeForDisplay(text, Backslash::kEscape); }
+
 void PrintHuman(const model::Listing& l) {
-  std::printf("%s (%s)\n", l.path.c_str(), std::string(model::FileFormatName(l.format)).c_str());
+  std::printf("%s (%s)\n", Shown(l.path).c_str(), std::string(model::FileFormatName(l.format)).c_str());
+  std::vector<std::string> names;
   size_t w = 4;
-  for (const model::TensorInfo& t : l.tensors) w = std::max(w, t.name.size());
+  for (const model::TensorInfo& t : l.tensors) {
+    names.push_back(Shown(t.name));
+    w = std::max(w, names.back().size());
+  }
   if (w > 60) w = 60;
   std::printf("  %-*s %-9s %-16s %-16s %-8s %10s %12s\n", static_cast<int>(w), "name", "dtype", "shape", "stride",
               "storage", "offset", "bytes");
-  for (const model::TensorInfo& t : l.tensors) {
-    std::printf("  %-*s %-9s %-16s %-16s %-8s %10lld %12llu%s\n", static_cast<int>(w), t.name.c_str(), t.dtype.c_str(),
-                Dims(t.shape).c_str(), Dims(t.stride).c_str(), t.storage.c_str(), static_cast<long long>(t.offset),
-                static_cast<unsigned long long>(t.nbytes), t.quantized ? "  (quantized)" : "");
+  for (size_t i = 0; i < l.tensors.size(); ++i) {
+    const model::TensorInfo& t = l.tensors[i];
+    std::printf("  %-*s %-9s %-16s %-16s %-8s %10lld %12llu%s\n", static_cast<int>(w), names[i].c_str(),
+                t.dtype.c_str(), Dims(t.shape).c_str(), Dims(t.stride).c_str(), Shown(t.storage).c_str(),
+                static_cast<long long>(t.offset), static_cast<unsigned long long>(t.nbytes),
+                t.quantized ? "  (quantized)" : "");
   }
   double ratio = l.referenced_bytes ? static_cast<double>(l.stored_bytes) / static_cast<double>(l.referenced_bytes) : 1.0;
   std::printf("  %zu tensors in %zu storages: stored %s, referenced %s: %.2fx\n", l.tensors.size(), l.storages.size(),
               HumanBytes(l.stored_bytes).c_str(), HumanBytes(l.referenced_bytes).c_str(), ratio);
   for (const std::vector<std::string>& group : l.tied) {
     std::string line;
-    for (size_t i = 0; i < group.size(); ++i) line += (i ? " = " : "") + group[i];
+    for (size_t i = 0; i < group.size(); ++i) line += (i ? " = " : "") + Shown(group[i]);
     std::printf("  tied: %s\n", line.c_str());
   }
   if (!l.unsafe_globals.empty()) {
     std::string line;
-    for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + l.unsafe_globals[i];
+    for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + Shown(l.unsafe_globals[i]);
     std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
   }
 }

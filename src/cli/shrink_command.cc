@@ -69,7 +69,7 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
     {"force", false, "overwrite an existing OUT"},
-    {"verify", false, "read the output back; compare every tensor's xxh3-128 with the input's"},
+    {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
@@ -88,11 +88,13 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
 });
 
 void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
-  std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n", r.input.c_str(), r.output.c_str(),
+  std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
+               EscapeForDisplay(r.input, Backslash::kEscape).c_str(), EscapeForDisplay(r.output, Backslash::kEscape).c_str(),
                HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
                r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
   if (dry_run)
-    for (const std::string& c : r.changed_storages) std::fprintf(out, "  storage %s\n", c.c_str());
+    for (const std::string& c : r.changed_storages)
+      std::fprintf(out, "  storage %s\n", EscapeForDisplay(c, Backslash::kEscape).c_str());
   for (const std::string& g : r.unsafe_globals)
     PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
 }

@@ -74,6 +74,11 @@ class FaultEnv::AtomicSink final : public AtomicFileSink {
       return Status::IOError("rename: injected failure (commit #" + std::to_string(n) + ")").WithPath(name());
     return base_->Commit();
   }
+  // Reads of the written bytes count, and fail, as every other read.
+  Result<std::unique_ptr<RandomSource>> OpenWritten() override {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> base, base_->OpenWritten());
+    return std::unique_ptr<RandomSource>(new Source(env_, std::move(base)));
+  }
 
  private:
   FaultEnv* env_;

@@ -115,6 +115,14 @@ class MemEnv::AtomicSink final : public AtomicFileSink {
     committed_ = true;
     return Status::OK();
   }
+  Result<std::unique_ptr<RandomSource>> OpenWritten() override {
+    if (committed_) {
+      env_->Violation(target_ + ": OpenWritten after Commit");
+      return Status::Internal("read back after commit").WithPath(target_);
+    }
+    std::lock_guard<std::mutex> lock(env_->mu_);
+    return std::unique_ptr<RandomSource>(new Source(target_, std::make_shared<const std::vector<std::byte>>(*bytes_)));
+  }
 
  private:
   MemEnv* env_;

@@ -59,6 +59,26 @@ class PosixRandomSource final : public RandomSource {
   uint64_t size_;
 };
 
+// Opens the regular file at `path` for positional reads; the source and its
+// errors carry `name`.
+Result<std::unique_ptr<RandomSource>> OpenRegularFile(const std::string& path, const std::string& name) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return PosixError(name, "open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return PosixError(name, "stat", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(S_ISDIR(st.st_mode) ? "is a folder, not a file"
+                                                         : "not a regular file (use - for a pipe)")
+        .WithPath(name);
+  }
+  return std::unique_ptr<RandomSource>(new PosixRandomSource(name, fd, static_cast<uint64_t>(st.st_size)));
+}
+
 class PosixStreamSource final : public StreamSource {
  public:
   PosixStreamSource(std::string name, int fd, bool owned) : name_(std::move(name)), fd_(fd), owned_(owned) {}
@@ -121,6 +141,10 @@ class PosixAtomicFileSink final : public AtomicFileSink {
       ::close(dfd);
     }
     return Status::OK();
+  }
+  Result<std::unique_ptr<RandomSource>> OpenWritten() override {
+    if (fd_ < 0) return Status::Internal("read back after commit").WithPath(target_);
+    return OpenRegularFile(temp_, target_);
   }
 
  private:
@@ -196,21 +220,7 @@ class StdoutFileSink final : public Sink {
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return PosixError(path, "open", errno);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return PosixError(path, "stat", err);
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return Status::InvalidArgument(S_ISDIR(st.st_mode) ? "is a folder, not a file"
-                                                           : "not a regular file (use - for a pipe)")
-          .WithPath(path);
-    }
-    return std::unique_ptr<RandomSource>(new PosixRandomSource(path, fd, static_cast<uint64_t>(st.st_size)));
+    return OpenRegularFile(path, path);
   }
 
   Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) override {

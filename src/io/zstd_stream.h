@@ -142,6 +142,12 @@ class NamedOutput {
   virtual ~NamedOutput() = default;
   virtual Sink* sink() = 0;
   virtual Status Commit() = 0;
+  // A plain file output, before Commit(): flushes and reads back the bytes
+  // written (AtomicFileSink::OpenWritten). kInvalidArgument for streams
+  // ('-', .zst), which cannot be re-read.
+  virtual Result<std::unique_ptr<RandomSource>> OpenWritten() {
+    return Status::InvalidArgument("a stream ('-', .zst) cannot be re-read").WithPath(sink()->name());
+  }
   // Bytes that reached the file or standard output (compressed for .zst).
   virtual uint64_t stored_bytes() const = 0;
 };

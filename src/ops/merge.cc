@@ -215,6 +215,32 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
   }
+  report.bytes_read = assembler.bytes_read();  // before verify reads more
+  if (options.verify) {
+    // Before any commit: a mismatch leaves every target as it was.
+    std::vector<std::unique_ptr<RandomSource>> backs;
+    std::vector<const RandomSource*> readers;
+    for (size_t k = 0; k < sinks.size(); ++k) {
+      Result<std::unique_ptr<RandomSource>> back = sinks[k]->OpenWritten();
+      if (!back.ok()) return Status(back.status()).WithPath(report.files[k].path);
+      backs.push_back(std::move(*back));
+      readers.push_back(backs.back().get());
+    }
+    uint64_t checked = 0;
+    uint64_t verify_total = 0;
+    for (const MergeOutputFile& f : report.files)
+      for (size_t i : f.entries) verify_total += entry_bytes[i];
+    auto verify_progress = [&](uint64_t n) {
+      checked += n;
+      if (options.progress) options.progress("verify", checked, verify_total);
+    };
+    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, report.files, report.format,
+                                                          assembler, options.read, options.buffer_bytes,
+                                                          verify_progress));
+    report.verified = true;
+    report.verified_tensors = v.tensors;
+    report.verified_bytes = v.bytes;
+  }
   // Every file is complete: commit them, the index last. Should a commit
   // fail, the files committed before it are removed again, so no partial
   // set of shards is left (a file replaced under --force stays replaced).
@@ -234,23 +260,6 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   }
   if (!single_file) {
     ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, out, report.format, written));
-  }
-  report.bytes_read = assembler.bytes_read();
-
-  if (options.verify) {
-    uint64_t checked = 0;
-    uint64_t verify_total = 0;
-    for (const MergeOutputFile& f : report.files)
-      for (size_t i : f.entries) verify_total += entry_bytes[i];
-    auto verify_progress = [&](uint64_t n) {
-      checked += n;
-      if (options.progress) options.progress("verify", checked, verify_total);
-    };
-    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(env, plan, layout, report.files, report.format, assembler,
-                                                          options.read, options.buffer_bytes, verify_progress));
-    report.verified = true;
-    report.verified_tensors = v.tensors;
-    report.verified_bytes = v.bytes;
   }
   return report;
 }

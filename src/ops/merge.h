@@ -56,8 +56,10 @@ struct MergeOptions {
   bool force = false;
   // Plan only (--dry-run): the report is complete, nothing is written.
   bool dry_run = false;
-  // After writing, read every output file back and compare each tensor's
-  // xxh3-128 with that of the same bytes assembled anew from the rank files.
+  // After writing, before any output replaces its target, read every output
+  // file back and compare each tensor's xxh3-128 with that of the same bytes
+  // assembled anew from the rank files. A difference leaves every target as
+  // it was.
   bool verify = false;
   // Bytes per read; memory is O(buffer_bytes + metadata).
   size_t buffer_bytes = size_t{4} << 20;

@@ -86,9 +86,9 @@ class Verifier {
     return Status::OK();
   }
 
-  Status VerifyTorch(Env* env, const MergeOutputFile& file, const torch::ReadOptions& read, VerifyResult* result) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(file.path));
-    Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(*src, read);
+  Status VerifyTorch(const RandomSource& src, const MergeOutputFile& file, const torch::ReadOptions& read,
+                     VerifyResult* result) {
+    Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(src, read);
     if (!ckpt.ok()) return Status(ckpt.status()).WithPath(file.path);
     std::unordered_map<std::string, const torch::Tensor*> by_name;
     for (const torch::Tensor& t : ckpt->tensors) by_name.emplace(t.name, &t);
@@ -120,7 +120,7 @@ class Verifier {
         return Mismatch(file.path, e.name, "storage " + s.key + " holds " + std::to_string(s.nbytes) +
                                                " bytes for a tensor of " + std::to_string(t.nbytes()));
       auto digest = [&]() -> Result<Hash128> {
-        Result<Hash128> d = TensorDigest(*src, *ckpt, t, buffer_);
+        Result<Hash128> d = TensorDigest(src, *ckpt, t, buffer_);
         if (d.ok() && progress_) progress_(t.nbytes());
         return d;
       };
@@ -131,9 +131,8 @@ class Verifier {
     return Status::OK();
   }
 
-  Status VerifySafetensors(Env* env, const MergeOutputFile& file, VerifyResult* result) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(file.path));
-    Result<safetensors::File> header = safetensors::ReadHeader(*src);
+  Status VerifySafetensors(const RandomSource& src, const MergeOutputFile& file, VerifyResult* result) {
+    Result<safetensors::File> header = safetensors::ReadHeader(src);
     if (!header.ok()) return Status(header.status()).WithPath(file.path);
     if (header->tensors.size() != file.entries.size())
       return Mismatch(file.path, "", std::to_string(header->tensors.size()) + " tensors read back, " +
@@ -146,7 +145,7 @@ class Verifier {
       Found f{*info->torch_dtype, {}, info->byte_size()};
       for (uint64_t d : info->shape) f.shape.push_back(static_cast<int64_t>(d));
       auto digest = [&]() {
-        return HashRange(*src, info->data_offset, info->byte_size(), buffer_, hasher_, progress_);
+        return HashRange(src, info->data_offset, info->byte_size(), buffer_, hasher_, progress_);
       };
       ZF_TRY(Check(file.path, e, f, digest, result));
     }
@@ -176,17 +175,19 @@ Hash128 Xxh3Hasher::Digest() const {
   return Hash128{h.low64, h.high64};
 }
 
-Result<VerifyResult> VerifyMergeOutput(Env* env, const zero::MergePlan& plan, const MergeLayout& layout,
-                                       std::span<const MergeOutputFile> files, MergeFormat format,
+Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
+                                       const MergeLayout& layout, std::span<const MergeOutputFile> files,
+                                       MergeFormat format,
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
                                        size_t buffer_bytes, const std::function<void(uint64_t)>& progress) {
   Verifier v(plan, layout, assembler, buffer_bytes, progress);
   VerifyResult result;
-  for (const MergeOutputFile& f : files) {
+  if (written.size() != files.size()) return Status::Internal("VerifyMergeOutput: one source per file");
+  for (size_t k = 0; k < files.size(); ++k) {
     if (format == MergeFormat::kTorch) {
-      ZF_TRY(v.VerifyTorch(env, f, read, &result));
+      ZF_TRY(v.VerifyTorch(*written[k], files[k], read, &result));
     } else {
-      ZF_TRY(v.VerifySafetensors(env, f, &result));
+      ZF_TRY(v.VerifySafetensors(*written[k], files[k], &result));
     }
   }
   return result;

@@ -44,13 +44,15 @@ struct VerifyResult {
   uint64_t bytes = 0;  // output tensor bytes hashed
 };
 
-// Checks `files` (written in `format`) against the plan. Errors: kCorrupt
+// Checks `files` (written in `format`; written[k] reads files[k]'s bytes,
+// before they are committed) against the plan. Errors: kCorrupt
 // (path: the output file, record: the entry name) for a missing or extra
 // name, a dtype, shape or layout other than planned, or a digest mismatch
 // (both digests in the message); errors of the readers and the assembler.
 // progress gets the output bytes hashed per chunk.
-Result<VerifyResult> VerifyMergeOutput(Env* env, const zero::MergePlan& plan, const MergeLayout& layout,
-                                       std::span<const MergeOutputFile> files, MergeFormat format,
+Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
+                                       const MergeLayout& layout, std::span<const MergeOutputFile> files,
+                                       MergeFormat format,
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
                                        size_t buffer_bytes, const std::function<void(uint64_t)>& progress);
 

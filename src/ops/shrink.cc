@@ -76,19 +76,16 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   };
   Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
   if (!written.ok()) return written.WithPath(output);
+  if (options.verify) {
+    // Before the commit: a mismatch leaves the target, in place the input, as it was.
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink->OpenWritten());
+    ZF_ASSIGN_OR_RETURN(VerifyReport v, VerifyWritten(*src, *back, {options.read, options.buffer_bytes, options.select}));
+    report.verified = true;
+    report.verified_tensors = v.tensors;
+    report.verified_bytes = v.bytes;
+  }
   ZF_TRY(sink->Commit());
   report.output_file_bytes = sink->stored_bytes();
-  if (options.verify) {
-    // src still reads the input's bytes, also after an in-place rename.
-    Result<VerifyReport> v = VerifyWritten(env, *src, output, {options.read, options.buffer_bytes, options.select});
-    if (!v.ok()) {
-      if (output != input) env->RemoveFile(output).IgnoreError();
-      return v.status();
-    }
-    report.verified = true;
-    report.verified_tensors = v->tensors;
-    report.verified_bytes = v->bytes;
-  }
   return report;
 }
 

@@ -23,11 +23,12 @@ struct ShrinkOptions {
   bool keep_unsafe = false;
   // Plan and report sizes; write nothing.
   bool dry_run = false;
-  // After writing, read the output back and compare every tensor's xxh3-128
-  // with the input's (ops/verify.h; with `select`, the input's subtree). A
-  // mismatch is kCorrupt naming the tensor, and the output is removed unless
-  // it replaced the input in place. kInvalidArgument with `dtype` (the
-  // tensors change) or a stream output (it cannot be re-read).
+  // After writing, before the output replaces its target, read it back and
+  // compare every tensor's xxh3-128 with the input's (ops/verify.h; with
+  // `select`, the input's subtree). A mismatch is kCorrupt naming the
+  // tensor, and the target (the input itself, in place) is left untouched.
+  // kInvalidArgument with `dtype` (the tensors change) or a stream output
+  // (it cannot be re-read).
   bool verify = false;
   // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
   size_t buffer_bytes = size_t{4} << 20;

@@ -239,16 +239,15 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
   return report;
 }
 
-Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
+Result<VerifyReport> VerifyWritten(const RandomSource& input, const RandomSource& output,
                                    const VerifyOptions& options) {
   Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, options.read);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
   if (Status s = SelectSubtree(*in, options.select, options.read); !s.ok()) return s.WithPath(input.name());
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out_src, env->OpenRandom(output));
-  Result<torch::Checkpoint> out = torch::ReadCheckpoint(*out_src, options.read);
-  if (!out.ok()) return Status(out.status()).WithPath(output);
+  Result<torch::Checkpoint> out = torch::ReadCheckpoint(output, options.read);
+  if (!out.ok()) return Status(out.status()).WithPath(output.name());
   std::vector<std::byte> buffer(std::max(options.buffer_bytes, kMinDigestBuffer));
-  return VerifyTensors(input, *in, *out_src, *out, buffer);
+  return VerifyTensors(input, *in, output, *out, buffer);
 }
 
 }  // namespace zerofold::ops

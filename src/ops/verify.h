@@ -74,10 +74,10 @@ struct VerifyOptions {
   std::string select;
 };
 
-// Reads the torch file `output` through env and compares its tensors with
-// those of `input` (already open), as VerifyTensors. Used by shrink
-// --verify after the output is written.
-Result<VerifyReport> VerifyWritten(Env* env, const RandomSource& input, const std::string& output,
+// Reads the torch file `output` (shrink --verify: the output written, before
+// it is committed) and compares its tensors with those of `input`, as
+// VerifyTensors. Errors name the file they concern.
+Result<VerifyReport> VerifyWritten(const RandomSource& input, const RandomSource& output,
                                    const VerifyOptions& options);
 
 }  // namespace zerofold::ops

@@ -133,6 +133,26 @@ assert errors[2]["record"] == "bare_tensor/data/\x1b", errors[2]
 assert errors[2]["message"] == "storage \x27\x1b\x27 has no record bare_tensor/data/\x1b", errors[2]
 ' "$OUT" || fail "--json with bad names: $(head -c 600 "$OUT" | tr -c '[:print:]' '?')"
 
+# --- hostile names in the listing ---------------------------------------------------------
+# A name holding terminal escapes is listed escaped, as error lines show it: the listing
+# carries no control byte. Nor does shrink --dry-run's plan, naming an output with one.
+/usr/bin/python3 - hostile.pt <<'EOF'
+import sys, torch
+flat = torch.arange(8, dtype=torch.float32)
+torch.save({"\x1b]0;pwned\x07\x1b[2Jw": flat[:4], "tab\there": flat[4:]}, sys.argv[1])
+EOF
+has_control() { tr -d '\n' <"$1" | LC_ALL=C grep -q '[[:cntrl:]]'; }
+run_z inspect hostile.pt
+expect "hostile names" 0 ""
+zf_checks=$((zf_checks + 3))
+has_control "$OUT" && fail "inspect listing carries a control byte: $(od -c "$OUT" | head -5)"
+grep -qF '\x1b]0;pwned\x07\x1b[2Jw' "$OUT" || fail "escaped name missing: $(cat "$OUT")"
+grep -qF 'tab\there' "$OUT" || fail "escaped tab missing: $(cat "$OUT")"
+run_z shrink --dry-run hostile.pt $'small\x1b[2J.pt'
+expect "dry run, hostile names" 0 ""
+zf_checks=$((zf_checks + 1))
+has_control "$OUT" && fail "dry-run plan carries a control byte: $(od -c "$OUT" | head -5)"
+
 # --- damaged fixtures ---------------------------------------------------------------------
 check_damaged() {  # REL KIND FILE
   run_z inspect "$3"

@@ -1,8 +1,10 @@
 // Faults injected through the Env seam while merging: every failure is an
 // error naming the file, and leaves no output file behind.
 #include <doctest/doctest.h>
+
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -109,6 +111,44 @@ TEST_CASE("a failed read of a rank file: kIO naming it, no output") {
   }
 }
 
+TEST_CASE("--verify reads the shards before any commit: a failed read of one leaves the earlier save as it was") {
+  io::FaultEnv env(Env::Default());
+  TempDir tmp;
+  const std::string out = tmp.path + "/out";
+  MergeOptions options = Sharded();
+  REQUIRE(MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, options).ok());
+  std::vector<std::string> before = Listing(out);
+  std::sort(before.begin(), before.end());
+  REQUIRE_EQ(before.size(), 7u);  // 6 shards and the index
+  // The reads of the rank files, counted without verify; those after them
+  // read the shards back.
+  env.Reset();
+  options.force = true;
+  REQUIRE(MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, options).ok());
+  const uint64_t merge_reads = env.reads();
+  options.verify = true;
+  env.Reset();
+  REQUIRE(MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, options).ok());
+  const uint64_t all_reads = env.reads();
+  REQUIRE_GT(all_reads, merge_reads);
+  // Mark the earlier save so that a replacement would show.
+  const std::string index = out + "/pytorch_model.bin.index.json";
+  { std::ofstream(index, std::ios::app) << " "; }
+  const uintmax_t index_size = fs::file_size(index);
+  for (uint64_t n = merge_reads + 1; n <= all_reads; n += (all_reads - merge_reads) / 7 + 1) {
+    CAPTURE(n);
+    env.Reset();
+    env.FailRead(n);
+    Status s = MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, options).status();
+    CHECK_EQ(s.code(), Code::kIO);
+    CHECK_EQ(env.commits(), 0u);
+    std::vector<std::string> after = Listing(out);
+    std::sort(after.begin(), after.end());
+    CHECK_EQ(after, before);  // no temp file left, nothing removed
+    CHECK_EQ(fs::file_size(index), index_size);
+  }
+}
+
 TEST_CASE("rank files that shrank after their directory was read: kCorrupt naming the file and record") {
   io::FaultEnv env(Env::Default());
   TempDir tmp;
@@ -155,9 +195,11 @@ TEST_CASE("--verify finds a changed byte in the output, naming the file and tens
       LoadZeroCheckpoint(Env::Default(), Checkpoint("zero1_ws2_fp16") + "/global_step2", options.read);
   REQUIRE(loaded.ok());
   TensorAssembler assembler(*loaded, 4096);
-  auto verify = [&] {
-    return VerifyMergeOutput(Env::Default(), r->plan, r->layout, r->files, MergeFormat::kTorch, assembler,
-                             options.read, 4096, nullptr);
+  auto verify = [&]() -> Result<VerifyResult> {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> written, Env::Default()->OpenRandom(out));
+    const RandomSource* readers[] = {written.get()};
+    return VerifyMergeOutput(readers, r->plan, r->layout, r->files, MergeFormat::kTorch, assembler, options.read,
+                             4096, nullptr);
   };
   Result<VerifyResult> ok = verify();
   REQUIRE_MESSAGE(ok.ok(), ok.status().ToString());

@@ -92,8 +92,6 @@ enum class Target { kAbsent, kExisting, kInPlace };
 TEST_CASE("a failed read at any point leaves the target absent or unchanged, and no temp file") {
   for (bool verify : {false, true}) {
     for (Target target : {Target::kAbsent, Target::kExisting, Target::kInPlace}) {
-      // In place, verify reads back after the rename: see the next test.
-      if (verify && target == Target::kInPlace) continue;
       for (const std::string& name : kFiles) {
         CAPTURE(name);
         CAPTURE(verify);
@@ -113,19 +111,18 @@ TEST_CASE("a failed read at any point leaves the target absent or unchanged, and
           Result<ShrinkReport> r = ShrinkFile(&fault, kIn, out, SmallBuffer(verify));
           REQUIRE_FALSE(r.ok());
           CHECK_EQ(r.status().code(), Code::kIO);
-          // The read that failed was of the input, or (verify) of the output.
-          CHECK_MESSAGE((r.status().path() == kIn || (verify && r.status().path() == kOut)),
+          // The read that failed was of the input, or (verify) of the output
+          // written, which carries the target's name.
+          CHECK_MESSAGE((r.status().path() == kIn || (verify && r.status().path() == out)),
                         r.status().ToString());
           CHECK_NE(r.status().offset(), kNoOffset);
+          // Verification reads the output before the commit, so whatever
+          // failed, nothing was committed: the input and the target are as
+          // they were, also in place.
+          CHECK_EQ(fault.commits(), 0u);
           CHECK(mem.GetFile(kIn).value() == b.input);
-          if (verify && fault.commits() == 1) {
-            // The fault hit verification, after the rename: the unverified
-            // output is removed, and an existing target was replaced first.
-            CHECK_FALSE(mem.GetFile(kOut).has_value());
-          } else {
-            CHECK_EQ(mem.FileId(out), id);  // 0: still absent
-            if (target == Target::kExisting) CHECK(mem.GetFile(kOut).value() == Text("old contents"));
-          }
+          CHECK_EQ(mem.FileId(out), id);  // 0: still absent
+          if (target == Target::kExisting) CHECK(mem.GetFile(kOut).value() == Text("old contents"));
           CHECK_FALSE(HasTempFile(mem));
         }
       }
@@ -225,9 +222,7 @@ TEST_CASE("a failed rename leaves the target unchanged and no temp file") {
   }
 }
 
-TEST_CASE("verify after an in-place shrink reads the old bytes from the open input") {
-  // The input is replaced before it is verified; the open source still
-  // reads the old bytes, so the comparison is with the real input.
+TEST_CASE("verify of an in-place shrink compares the output with the input, then replaces the input") {
   Bytes input = Fixture("torch/views.pt");
   io::MemEnv mem;
   mem.SetFile(kIn, input);
@@ -237,6 +232,7 @@ TEST_CASE("verify after an in-place shrink reads the old bytes from the open inp
   CHECK(r->verified);
   CHECK_EQ(r->verified_tensors, r->tensors);
   CHECK_LT(mem.GetFile(kIn).value().size(), input.size());
+  CHECK_FALSE(HasTempFile(mem));
 }
 
 // Folders: every shard is written atomically, one at a time.
