@@ -296,6 +296,8 @@ Status StreamCheckpointReader::Impl::ReadZipModel() {
   ckpt.format = Format::kTorchZip;
   zip_ = std::make_unique<zip::StreamReader>(&la_, options_.zip);
   bool any = false;
+  std::string pickle_name;  // the data.pkl record and the offset of its data
+  uint64_t pickle_offset = 0;
   while (true) {
     Result<const zip::StreamEntry*> next = zip_->Next();
     if (!next.ok()) return ExplainTorchScript(next.status());
@@ -309,6 +311,8 @@ Status StreamCheckpointReader::Impl::ReadZipModel() {
     ZF_TRY(CheckTopFolder(*e));
     std::string_view rel = Relative(*e);
     if (rel == kDataPickleRecord) {
+      pickle_name = e->name;
+      pickle_offset = e->data_offset;
       ZF_TRY(ReadDataPickle(*e));
       break;
     }
@@ -329,6 +333,10 @@ Status StreamCheckpointReader::Impl::ReadZipModel() {
   for (uint32_t rank = 0; rank < by_name.size(); ++rank) {
     Storage& s = ckpt.storages[by_name[rank]];
     s.record = top_ + "/" + std::string(kDataFolder) + s.key;
+    // A record name the zip reader would refuse cannot come: refused here,
+    // where the key is (the file form refuses it in the central directory).
+    if (Status bad = zip::CheckEntryName(s.record); !bad.ok())
+      return Status::Corrupt("storage key '" + s.key + "': " + bad.message()).WithRecord(pickle_name).WithOffset(pickle_offset);
     s.data_offset = rank;
     s.record_size = s.nbytes;
     by_key_.emplace(s.key, by_name[rank]);

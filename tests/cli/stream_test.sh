@@ -148,6 +148,29 @@ expect_exit 2 "$Z" shrink --zstd-level 30 "$F/torch/views.pt" "$T/x.pt.zst"
 expect_stderr "zerofold: shrink: --zstd-level needs a number from 1 to 19
 zerofold: hint: run 'zerofold shrink --help'"
 
+# A storage key that makes a record name the zip reader refuses (a control byte): corrupt
+# input, exit 1, from a pipe as from a path; from the pipe, named where the key is.
+/usr/bin/python3 - "$T/esc.pt" <<'EOF'
+import sys, torch, zipfile
+torch.save({"w": torch.arange(4, dtype=torch.float32)}, sys.argv[1] + ".src")
+src = zipfile.ZipFile(sys.argv[1] + ".src")
+with zipfile.ZipFile(sys.argv[1], "w") as out:
+    for info in src.infolist():
+        data, name = src.read(info.filename), info.filename
+        if name.endswith("data.pkl"):
+            i = data.index(b"X\x01\x00\x00\x000")
+            data = data[:i] + b"X\x01\x00\x00\x00\x1b" + data[i + 6:]
+        if name.endswith("data/0"):
+            name = name[:-1] + "\x1b"
+        out.writestr(name, data)
+EOF
+expect_exit 1 "$Z" shrink "$T/esc.pt" "$T/esc_out.pt"
+expect_stderr "zerofold: $T/esc.pt: esc.pt/data/\\x1b @ 419: corrupt: entry name \"esc.pt/data/\\x1b\" contains a control character"
+expect_exit 1 sh -c "cat '$T/esc.pt' | '$Z' shrink - '$T/esc_out.pt'"
+expect_stderr "zerofold: <stdin>: esc.pt/data.pkl @ 45: corrupt: storage key '\\x1b': entry name \"esc.pt/data/\\x1b\" contains a control character"
+check
+[ ! -e "$T/esc_out.pt" ] || fail "a refused shrink left $T/esc_out.pt"
+
 # A truncated pipe: the record and the offset where it ended; no output file.
 head -c 1000 "$F/torch/views.pt" >"$T/cut.pt"
 expect_exit 1 sh -c "cat '$T/cut.pt' | '$Z' shrink - '$T/cut_out.pt'"
