@@ -1,7 +1,5 @@
 #include "ops/merge_verify.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -163,17 +161,6 @@ class Verifier {
 };
 
 }  // namespace
-
-Xxh3Hasher::Xxh3Hasher() : state_(XXH3_createState()) { Reset(); }
-Xxh3Hasher::~Xxh3Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
-void Xxh3Hasher::Reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)); }
-void Xxh3Hasher::Update(std::span<const std::byte> bytes) {
-  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
-}
-Hash128 Xxh3Hasher::Digest() const {
-  XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_));
-  return Hash128{h.low64, h.high64};
-}
 
 Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
                                        const MergeLayout& layout, std::span<const MergeOutputFile> files,

@@ -23,22 +23,6 @@
 
 namespace zerofold::ops {
 
-// Streaming xxh3-128 (seed 0) of bytes given piece by piece, giving the
-// digest type of ops/verify.h. Not thread-safe.
-class Xxh3Hasher {
- public:
-  Xxh3Hasher();
-  ~Xxh3Hasher();
-  Xxh3Hasher(const Xxh3Hasher&) = delete;
-  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
-  void Reset();
-  void Update(std::span<const std::byte> bytes);
-  Hash128 Digest() const;
-
- private:
-  void* state_;  // XXH3_state_t
-};
-
 struct VerifyResult {
   size_t tensors = 0;  // entries checked
   uint64_t bytes = 0;  // output tensor bytes hashed

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,21 @@ std::string Hash128::Hex() const {
   return text;
 }
 
-namespace {
+Xxh3Hasher::Xxh3Hasher() : state_(XXH3_createState()) {
+  if (state_ == nullptr) throw std::bad_alloc();
+  Reset();
+}
+Xxh3Hasher::~Xxh3Hasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+void Xxh3Hasher::Reset() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)); }
+void Xxh3Hasher::Update(std::span<const std::byte> bytes) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
+}
+Hash128 Xxh3Hasher::Digest() const {
+  XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_));
+  return Hash128{h.low64, h.high64};
+}
 
-struct StateDeleter {
-  void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
-};
-using HashState = std::unique_ptr<XXH3_state_t, StateDeleter>;
+namespace {
 
 // One dimension of a view after dropping size-1 dims and merging dims that
 // are contiguous with the next: `size` elements `stride` elements apart.
@@ -62,8 +72,8 @@ std::vector<Dim> CollapsedDims(const torch::Tensor& t) {
 class Digester {
  public:
   Digester(const RandomSource& src, const torch::Storage& storage, uint32_t itemsize,
-           std::span<std::byte> buffer, XXH3_state_t* state)
-      : src_(src), storage_(storage), itemsize_(itemsize), state_(state), buffer_(buffer),
+           std::span<std::byte> buffer, Xxh3Hasher& hasher)
+      : src_(src), storage_(storage), itemsize_(itemsize), hasher_(hasher), buffer_(buffer),
         window_(buffer.first(buffer.size() / 2)), staging_(buffer.subspan(buffer.size() / 2)) {}
 
   // Hashes `count` contiguous elements starting at byte `pos` of the storage.
@@ -74,7 +84,7 @@ class Digester {
     while (left > 0) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(left, buffer_.size()));
       ZF_TRY(Read(pos, buffer_.first(n)));
-      XXH3_128bits_update(state_, buffer_.data(), n);
+      hasher_.Update(buffer_.first(n));
       pos += n;
       left -= n;
     }
@@ -97,7 +107,7 @@ class Digester {
   }
 
   Status FlushStaging() {
-    if (staged_ > 0) XXH3_128bits_update(state_, staging_.data(), staged_);
+    if (staged_ > 0) hasher_.Update(staging_.first(staged_));
     staged_ = 0;
     return Status::OK();
   }
@@ -112,7 +122,7 @@ class Digester {
   const RandomSource& src_;
   const torch::Storage& storage_;
   const uint32_t itemsize_;
-  XXH3_state_t* state_;
+  Xxh3Hasher& hasher_;
   std::span<std::byte> buffer_;  // window_ then staging_
   std::span<std::byte> window_;
   std::span<std::byte> staging_;
@@ -139,9 +149,7 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
   const torch::Storage& storage = ckpt.storages[tensor.storage];
   const uint32_t itemsize = torch::Info(tensor.dtype).itemsize;
 
-  HashState state(XXH3_createState());
-  if (state == nullptr) return Status::Internal("cannot allocate an xxh3 state");
-  XXH3_128bits_reset(state.get());
+  Xxh3Hasher hasher;
 
   if (tensor.numel() > 0) {
     ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(tensor));
@@ -167,18 +175,17 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                                    ", offset " + std::to_string(tensor.storage_offset) +
                                    " is not contiguous from a byte boundary")
             .WithRecord(tensor.name);
-      Digester bytes(src, storage, 1, buffer, state.get());
+      Digester bytes(src, storage, 1, buffer, hasher);
       ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
       ZF_TRY(bytes.FlushStaging());
-      XXH128_hash_t packed = XXH3_128bits_digest(state.get());
-      return Hash128{packed.low64, packed.high64};
+      return hasher.Digest();
     }
     const std::vector<Dim> dims = CollapsedDims(tensor);
     const Dim inner = dims.back();
     const size_t outer_dims = dims.size() - 1;
     std::vector<uint64_t> index(outer_dims, 0);
     const uint64_t first = static_cast<uint64_t>(tensor.storage_offset);
-    Digester digester(src, storage, itemsize, buffer, state.get());
+    Digester digester(src, storage, itemsize, buffer, hasher);
     // Every element offset lies in [first, extent end): strides are
     // non-negative (ViewExtent refuses others), so no sum below overflows.
     for (;;) {
@@ -196,8 +203,7 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
     }
     ZF_TRY(digester.FlushStaging());
   }
-  XXH128_hash_t h = XXH3_128bits_digest(state.get());
-  return Hash128{h.low64, h.high64};
+  return hasher.Digest();
 }
 
 Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoint& ckpt_a,

@@ -36,6 +36,22 @@ struct Hash128 {
   std::string Hex() const;
 };
 
+// Streaming xxh3-128 (seed 0) of bytes given piece by piece. Not
+// thread-safe. Aborts (std::bad_alloc) if xxHash cannot allocate its state.
+class Xxh3Hasher {
+ public:
+  Xxh3Hasher();
+  ~Xxh3Hasher();
+  Xxh3Hasher(const Xxh3Hasher&) = delete;
+  Xxh3Hasher& operator=(const Xxh3Hasher&) = delete;
+  void Reset();
+  void Update(std::span<const std::byte> bytes);
+  Hash128 Digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t
+};
+
 // The smallest buffer TensorDigest accepts.
 constexpr size_t kMinDigestBuffer = 64;
 
