@@ -15,7 +15,9 @@
 #include "cli/report.h"
 #include "io/zstd_stream.h"
 #include "cli/shrink_convert.h"
+#include "ops/cast.h"
 #include "ops/shrink.h"
+#include "ops/shrink_request.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -159,7 +161,6 @@ int RunShrink(const std::vector<std::string>& argv) {
   options.dry_run = args.Has("dry-run");
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("shrink", s.message());
   options.verify = args.Has("verify");
-  if (options.verify && options.dry_run) return UsageError("shrink", "--verify reads the output back; --dry-run writes none");
   if (auto v = args.Value("buffer-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");
@@ -182,83 +183,59 @@ int RunShrink(const std::vector<std::string>& argv) {
                                       " to " + std::to_string(f.high));
     *f.value = static_cast<int>(n);
   }
-  // "-" and .zst names are streams: no folders, no in-place, and standard
-  // output carries the archive, so reports go to stderr.
-  const bool stream_in = io::IsStreamName(in);
+  // Flags whose values need parsing.
+  ops::ShrinkRequest request;
+  const std::string to = args.Value("to").value_or("torch");
+  if (to != "torch" && to != "safetensors") return UsageError("shrink", "--to takes torch or safetensors, not '" + to + "'");
+  request.to_safetensors = to == "safetensors";
+  if (auto name = args.Value("dtype")) {
+    options.dtype = ops::ParseCastTarget(*name);
+    if (!options.dtype) return UsageError("shrink", "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
+  }
+  options.select = args.Value("select").value_or("");
+  if (auto v = args.Value("max-shard-size")) {
+    Result<uint64_t> n = ParseSize(*v);
+    if (!n.ok() || *n == 0) return UsageError("shrink", "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");
+    request.max_shard_bytes = *n;
+  }
+  // Standard output carrying the archive takes no JSON, and neither end
+  // of the archive is a terminal.
   const bool to_stdout = out == io::kStdioName;
-  if ((stream_in || io::IsStreamName(out)) && (args.Value("to").value_or("torch") != "torch" || args.Has("max-shard-size")))
-    return UsageError("shrink", "--to safetensors and --max-shard-size write files of their own; - and .zst names are streams");
-  if (in_place && (stream_in || io::IsStreamName(out)))
-    return UsageError("shrink", "--in-place rewrites a file; '" + in + "' is a stream");
-  if (to_stdout && args.Has("json") && !options.dry_run)
+  const bool as_json = args.Has("json");
+  if (to_stdout && as_json && !options.dry_run)
     return UsageError("shrink", "--json prints on standard output, which OUT - takes for the archive");
   if (to_stdout && !options.dry_run && isatty(1))
     return UsageError("shrink", "refusing to write binary data to a terminal; redirect standard output or name a file");
   if (in == io::kStdioName && isatty(0))
     return UsageError("shrink", "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
-  const bool as_json = args.Has("json");
   bool show_progress = !quiet && !options.dry_run && isatty(2);
   if (args.Has("progress")) show_progress = true;
   if (args.Has("no-progress")) show_progress = false;
   Progress progress(show_progress);
+  options.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
 
+  request.in = in;
+  request.out = out;
+  request.in_place = in_place;
+  request.force = args.Has("force");
+  request.dedupe_tied = args.Has("dedupe-tied");
+  request.options = options;
   Env* env = Env::Default();
-  if (!in_place && !options.dry_run && !to_stdout && env->FileExists(out) && !args.Has("force")) {
-    if (!env->IsDirectory(out) || !OutputIsFolder(env, in, out))
-      return UsageError("shrink", "'" + out + "' exists; use --force to replace it or --in-place to shrink IN itself");
+  if (Status s = ops::CheckShrinkRequest(env, request, ops::kFlagWords); !s.ok()) {
+    if (s.code() == Code::kInvalidArgument) return UsageError("shrink", s.message());
+    PrintError(s);
+    return ExitCodeFor(s);
   }
-  if (!in_place && !to_stdout) {
-    // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
-    // link (files or folders): without --in-place the input stays as it is.
-    // The files inside folders are checked by the operations (ops/convert.h
-    // RefuseInputTargets).
-    Result<bool> same = in == io::kStdioName ? Result<bool>(false) : SameFile(env, in, out);
-    if (!same.ok()) {
-      PrintError(same.status());
-      return ExitCodeFor(same.status());
-    }
-    if (out == in || *same) return UsageError("shrink", "OUT is IN; use --in-place to replace the input");
-  }
-  if (options.verify) {
-    // --verify re-reads a torch file output and compares its tensors with the input's, bit for bit.
-    std::string why;
-    if (stream_in || io::IsStreamName(out)) why = "a stream ('-', .zst) cannot be re-read";
-    else if (args.Has("dtype")) why = "--dtype changes the tensors";
-    else if (args.Value("to").value_or("torch") != "torch") why = "it compares torch file output only";
-    else if (!env->IsDirectory(in) && OutputIsFolder(env, in, out)) why = "it compares one output file per input file";
-    if (!why.empty()) return UsageError("shrink", "--verify: " + why);
-  }
-  if (int code = RunShrinkConversion(args, in, out, options, progress, quiet, as_json); code >= 0) return code;
-
-  std::vector<ops::ShrinkReport> reports;
-  Status status;
-  if (stream_in) {
-    ops::ShrinkOptions o = options;
-    o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
-    Result<ops::ShrinkReport> r = ops::ShrinkStream(env, in, out, o);
-    if (r.ok()) reports.push_back(*r);
-    else status = r.status();
-  } else if (env->IsDirectory(in)) {
-    if (io::IsStreamName(out)) return UsageError("shrink", "IN is a folder, so OUT must be a folder, not '" + out + "'");
-    Result<ops::FolderReport> r = ops::ShrinkFolder(env, in, out, [&] {
-      ops::ShrinkOptions o = options;
-      o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink", done, total); };
-      return o;
-    }());
-    if (r.ok()) reports = r->shards;
-    else status = r.status();
-  } else {
-    ops::ShrinkOptions o = options;
-    o.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
-    Result<ops::ShrinkReport> r = ops::ShrinkFile(env, in, out, o);
-    if (r.ok()) reports.push_back(*r);
-    else status = r.status();
-  }
+  Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request, ops::kFlagWords);
   progress.Clear();
-  if (!status.ok()) {
-    return CommandFailed(status, as_json);
+  if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
+  if (outcome->converted) {
+    PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json);
+    if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, options.dry_run).c_str());
+    return kExitOk;
   }
+  const std::vector<ops::ShrinkReport>& reports = outcome->files;
   if (as_json) {
     json::Writer w = NewJsonWriter();
     w.BeginObject();

@@ -3,18 +3,22 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/progress.h"
 #include "cli/report.h"
-#include "ops/cast.h"
-#include "ops/to_safetensors.h"
-#include "ops/torch_shards.h"
 
 namespace zerofold::cli {
 
 namespace {
 
-constexpr const char* kCommand = "shrink";
+void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v) {
+  w.Key(key);
+  w.BeginArray();
+  for (const std::string& s : v) w.String(s);
+  w.EndArray();
+}
+
+}  // namespace
 
 void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
@@ -29,13 +33,6 @@ void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet) {
   if (!r.index.empty()) std::printf("index %s: total_size %llu\n", r.index.c_str(),
                                     static_cast<unsigned long long>(r.total_size));
   if (r.files.size() > 1) std::printf("total: %s -> %s\n", HumanBytes(r.input_bytes).c_str(), HumanBytes(out).c_str());
-}
-
-void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v) {
-  w.Key(key);
-  w.BeginArray();
-  for (const std::string& s : v) w.String(s);
-  w.EndArray();
 }
 
 std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
@@ -73,66 +70,6 @@ std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
   w.EndObject();
   Result<std::string> text = w.Finish();
   return text.ok() ? *text : std::string("{}");
-}
-
-}  // namespace
-
-bool OutputIsFolder(Env* env, const std::string& in, const std::string& out) {
-  return env->IsDirectory(in) || env->IsDirectory(out) || (!out.empty() && out.back() == '/');
-}
-
-int RunShrinkConversion(const ParsedArgs& args, const std::string& in, const std::string& out,
-                        ops::ShrinkOptions& shrink, Progress& progress, bool quiet, bool as_json) {
-  const std::string to = args.Value("to").value_or("torch");
-  if (to != "torch" && to != "safetensors") return UsageError(kCommand, "--to takes torch or safetensors, not '" + to + "'");
-  const bool safetensors = to == "safetensors";
-  if (auto name = args.Value("dtype")) {
-    shrink.dtype = ops::ParseCastTarget(*name);
-    if (!shrink.dtype) return UsageError(kCommand, "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
-  }
-  shrink.select = args.Value("select").value_or("");
-  const bool explicit_limit = args.Has("max-shard-size");
-  uint64_t limit = ops::kDefaultMaxShardBytes;
-  if (auto v = args.Value("max-shard-size")) {
-    Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok() || *n == 0) return UsageError(kCommand, "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");
-    limit = *n;
-  }
-  Env* env = Env::Default();
-  const bool in_folder = env->IsDirectory(in);
-  const bool folder = OutputIsFolder(env, in, out);
-  const bool in_place = args.Has("in-place");
-  if (args.Has("dedupe-tied") && !safetensors)
-    return UsageError(kCommand, "--dedupe-tied needs --to safetensors (torch output keeps tied names on one storage)");
-  if (!shrink.select.empty() && in_folder) return UsageError(kCommand, "--select takes one checkpoint file, not a folder");
-  if (!shrink.select.empty() && in_place) return UsageError(kCommand, "--select with --in-place would drop the rest of IN");
-  if (safetensors && in_place) return UsageError(kCommand, "--to safetensors writes new files; give IN and OUT");
-  if (explicit_limit && !folder)
-    return UsageError(kCommand, "--max-shard-size writes shards into a folder; make OUT a folder (end it with '/')");
-  if (!safetensors && explicit_limit && in_folder)
-    return UsageError(kCommand, "a torch folder keeps its shards; re-shard with --to safetensors");
-  if (!safetensors && (in_folder || !folder)) return -1;  // ShrinkFile / ShrinkFolder
-
-  ops::ConvertOptions options;
-  options.read = shrink.read;
-  options.dtype = shrink.dtype;
-  options.select = shrink.select;
-  options.folder = folder;
-  options.max_shard_bytes = limit;
-  options.dedupe_tied = args.Has("dedupe-tied");
-  options.keep_unsafe = shrink.keep_unsafe;
-  options.dry_run = shrink.dry_run;
-  options.buffer_bytes = shrink.buffer_bytes;
-  options.progress = [&](uint64_t done, uint64_t total) { progress.Update(kCommand + (" " + in), done, total); };
-  Result<ops::ConvertReport> r = safetensors ? ops::ConvertToSafetensors(env, in, out, options)
-                                             : ops::ShardTorchFile(env, in, out, options);
-  progress.Clear();
-  if (!r.ok()) {
-    return CommandFailed(r.status(), as_json);
-  }
-  PrintConvertReport(*r, options.dry_run, quiet || as_json);
-  if (as_json) std::printf("%s\n", ConvertReportJson(*r, options.dry_run).c_str());
-  return kExitOk;
 }
 
 }  // namespace zerofold::cli

@@ -1,0 +1,106 @@
+#include "ops/shrink_request.h"
+
+#include <string>
+
+#include "io/zstd_stream.h"
+#include "ops/to_safetensors.h"
+#include "ops/torch_shards.h"
+
+namespace zerofold::ops {
+
+namespace {
+
+Status Refuse(std::string message) { return Status::InvalidArgument(std::move(message)); }
+
+std::string Str(const char* s) { return s; }
+
+}  // namespace
+
+bool OutputIsFolder(Env* env, const std::string& in, const std::string& out) {
+  return env->IsDirectory(in) || env->IsDirectory(out) || (!out.empty() && out.back() == '/');
+}
+
+Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
+  const ShrinkOptions& o = r.options;
+  const bool stream_in = io::IsStreamName(r.in);
+  const bool stream_out = io::IsStreamName(r.out);
+  const bool to_stdout = r.out == io::kStdioName;
+  const bool shards = r.max_shard_bytes.has_value();
+  if (o.verify && o.dry_run) return Refuse(Str(w.verify) + " reads the output back; " + w.dry_run + " writes none");
+  if ((stream_in || stream_out) && (r.to_safetensors || shards))
+    return Refuse(Str(w.to_safetensors) + " and " + w.max_shard_size +
+                  " write files of their own; - and .zst names are streams");
+  if (r.in_place && (stream_in || stream_out)) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
+  if (!r.in_place && !o.dry_run && !to_stdout && !r.force && env->FileExists(r.out) && !env->IsDirectory(r.out))
+    return Refuse("'" + r.out + "' exists; " + w.set + " " + w.force + " to replace it or " + w.in_place +
+                  " to shrink IN itself");
+  if (!r.in_place && !to_stdout) {
+    // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
+    // link (files or folders): without in place, the input stays as it is.
+    // The files inside folders are checked by the operations
+    // (ops/convert.h RefuseInputTargets).
+    Result<bool> same = r.in == io::kStdioName ? Result<bool>(false) : SameFile(env, r.in, r.out);
+    if (!same.ok()) return same.status();
+    if (r.out == r.in || *same) return Refuse(Str("OUT is IN; ") + w.set + " " + w.in_place + " to replace the input");
+  }
+  const bool in_folder = env->IsDirectory(r.in);
+  const bool folder = OutputIsFolder(env, r.in, r.out);
+  if (o.verify) {
+    // verify re-reads a torch file output and compares its tensors with the input's, bit for bit.
+    std::string why;
+    if (stream_in || stream_out) why = "a stream ('-', .zst) cannot be re-read";
+    else if (o.dtype) why = Str(w.dtype) + " changes the tensors";
+    else if (r.to_safetensors) why = "it compares torch file output only";
+    else if (!in_folder && folder) why = "it compares one output file per input file";
+    if (!why.empty()) return Refuse(Str(w.verify) + ": " + why);
+  }
+  if (r.dedupe_tied && !r.to_safetensors)
+    return Refuse(Str(w.dedupe_tied) + " needs " + w.to_safetensors +
+                  " (torch output keeps tied names on one storage)");
+  if (!o.select.empty() && in_folder) return Refuse(Str(w.select) + " takes one checkpoint file, not a folder");
+  if (!o.select.empty() && r.in_place) return Refuse(Str(w.select) + " with " + w.in_place + " would drop the rest of IN");
+  if (r.to_safetensors && r.in_place) return Refuse(Str(w.to_safetensors) + " writes new files; give IN and OUT");
+  if (shards && !folder)
+    return Refuse(Str(w.max_shard_size) + " writes shards into a folder; make OUT a folder (end it with '/')");
+  if (!r.to_safetensors && shards && in_folder)
+    return Refuse(Str("a torch folder keeps its shards; re-shard with ") + w.to_safetensors);
+  if (in_folder && !r.to_safetensors && stream_out)
+    return Refuse("IN is a folder, so OUT must be a folder, not '" + r.out + "'");
+  return Status::OK();
+}
+
+Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r, const RequestWords& words) {
+  ZF_TRY(CheckShrinkRequest(env, r, words));
+  const ShrinkOptions& o = r.options;
+  const bool in_folder = env->IsDirectory(r.in);
+  const bool folder = OutputIsFolder(env, r.in, r.out);
+  ShrinkOutcome outcome;
+  if (r.to_safetensors || (!in_folder && folder)) {
+    ConvertOptions convert;
+    convert.read = o.read;
+    convert.dtype = o.dtype;
+    convert.select = o.select;
+    convert.folder = folder;
+    convert.max_shard_bytes = r.max_shard_bytes.value_or(kDefaultMaxShardBytes);
+    convert.dedupe_tied = r.dedupe_tied;
+    convert.keep_unsafe = o.keep_unsafe;
+    convert.dry_run = o.dry_run;
+    convert.buffer_bytes = o.buffer_bytes;
+    convert.progress = o.progress;
+    ZF_ASSIGN_OR_RETURN(ConvertReport report, r.to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)
+                                                               : ShardTorchFile(env, r.in, r.out, convert));
+    outcome.converted = std::move(report);
+  } else if (io::IsStreamName(r.in)) {
+    ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkStream(env, r.in, r.out, o));
+    outcome.files.push_back(std::move(report));
+  } else if (in_folder) {
+    ZF_ASSIGN_OR_RETURN(FolderReport report, ShrinkFolder(env, r.in, r.out, o));
+    outcome.files = std::move(report.shards);
+  } else {
+    ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkFile(env, r.in, r.out, o));
+    outcome.files.push_back(std::move(report));
+  }
+  return outcome;
+}
+
+}  // namespace zerofold::ops

@@ -1,0 +1,73 @@
+// A whole shrink request, as `zerofold shrink IN OUT [flags]` and zf_shrink
+// make it: the refusals of requests that cannot run, and the choice of
+// operation (ShrinkFile, ShrinkStream, ShrinkFolder, ConvertToSafetensors,
+// ShardTorchFile). Both front ends call these, so they refuse and route
+// alike; only the words naming the options differ (RequestWords).
+#ifndef ZEROFOLD_OPS_SHRINK_REQUEST_H_
+#define ZEROFOLD_OPS_SHRINK_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/convert.h"
+#include "ops/shrink.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::ops {
+
+struct ShrinkRequest {
+  std::string in;
+  std::string out;   // in place: the same as `in`
+  bool in_place = false;
+  bool force = false;  // replace an existing OUT
+  bool to_safetensors = false;
+  // Set: write shards of at most this many bytes into the folder OUT.
+  std::optional<uint64_t> max_shard_bytes;
+  bool dedupe_tied = false;  // safetensors only
+  ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
+};
+
+// How a front end names the request's options in refusals.
+struct RequestWords {
+  const char* set;  // the verb: "use" a flag, "set" an option
+  const char* verify;
+  const char* dry_run;
+  const char* in_place;
+  const char* force;
+  const char* dtype;
+  const char* select;
+  const char* to_safetensors;
+  const char* max_shard_size;
+  const char* dedupe_tied;
+};
+inline constexpr RequestWords kFlagWords = {"use",      "--verify", "--dry-run",          "--in-place",
+                                            "--force",  "--dtype",  "--select",           "--to safetensors",
+                                            "--max-shard-size", "--dedupe-tied"};
+inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",        "in_place",       "force",
+                                              "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied"};
+
+// OUT is written as a folder in transformers' layout when IN is a folder,
+// OUT is an existing folder, or OUT ends with '/'.
+bool OutputIsFolder(Env* env, const std::string& in, const std::string& out);
+
+// The request's refusals, in order: kInvalidArgument with a message naming
+// the options in `words`. Errors of looking at the files (a folder that
+// cannot be searched) come back as they are.
+Status CheckShrinkRequest(Env* env, const ShrinkRequest& request, const RequestWords& words);
+
+// What a request wrote: one report per torch output file, or, for
+// safetensors and torch shards, the conversion's report.
+struct ShrinkOutcome {
+  std::vector<ShrinkReport> files;
+  std::optional<ConvertReport> converted;
+};
+
+// Checks the request (CheckShrinkRequest) and carries it out.
+Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& request, const RequestWords& words);
+
+}  // namespace zerofold::ops
+
+#endif  // ZEROFOLD_OPS_SHRINK_REQUEST_H_
