@@ -7,9 +7,9 @@
 
 #include "capi/capi_version.h"
 #include "capi/error.h"
-#include "cli/json_output.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
+#include "model/listing_json.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -25,7 +25,7 @@ namespace {
 Status InspectJson(const std::string& path, std::string* doc, Status* first) {
   Env* env = Env::Default();
   const model::ListOptions options;
-  cli::JsonFiles json_files;
+  model::JsonFiles json_files;
   Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
   if (!files.ok()) {
     json_files.AddError(path, files.status());

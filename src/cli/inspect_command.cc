@@ -6,12 +6,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
+#include "model/listing_json.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -106,7 +106,7 @@ int RunInspect(const std::vector<std::string>& argv) {
   const bool as_json = args.Has("json");
   Env* env = Env::Default();
   int worst = kExitOk;
-  JsonFiles json_files;
+  model::JsonFiles json_files;
   bool first = true;
   for (const std::string& path : args.positionals) {
     Result<model::ModelFiles> files = model::ResolveModelPath(env, path);

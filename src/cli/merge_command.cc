@@ -8,11 +8,11 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
-#include "ops/cast.h"
 #include "cli/report.h"
+#include "model/listing_json.h"
+#include "ops/cast.h"
 #include "ops/merge.h"
 #include "zerofold/env.h"
 
@@ -306,7 +306,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (!quiet)
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
-    json::Writer w = NewJsonWriter();
+    json::Writer w = model::NewJsonWriter();
     WriteJson(w, *r, options.dry_run);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {

@@ -3,17 +3,17 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
+#include "model/listing_json.h"
 
 namespace zerofold::cli {
 
 int CommandFailed(const Status& status, bool as_json) {
   PrintError(status);
   if (as_json) {
-    json::Writer w = NewJsonWriter();
+    json::Writer w = model::NewJsonWriter();
     w.BeginObject();
     w.Key("error");
-    WriteJsonError(w, status);
+    model::WriteJsonError(w, status);
     w.EndObject();
     Result<std::string> text = w.Finish();
     if (text.ok()) std::printf("%s\n", text->c_str());

@@ -9,12 +9,12 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
-#include "io/zstd_stream.h"
 #include "cli/shrink_convert.h"
+#include "io/zstd_stream.h"
+#include "model/listing_json.h"
 #include "ops/cast.h"
 #include "ops/shrink.h"
 #include "ops/shrink_request.h"
@@ -237,7 +237,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   }
   const std::vector<ops::ShrinkReport>& reports = outcome->files;
   if (as_json) {
-    json::Writer w = NewJsonWriter();
+    json::Writer w = model::NewJsonWriter();
     w.BeginObject();
     w.Key("dry_run");
     w.Bool(options.dry_run);

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/json_output.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "model/listing_json.h"
 
 namespace zerofold::cli {
 
@@ -36,7 +36,7 @@ void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet) {
 }
 
 std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
-  json::Writer w = NewJsonWriter();
+  json::Writer w = model::NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
   w.Bool(dry_run);

@@ -1,7 +1,8 @@
-// The `inspect --json` document: {"files":[...]}. Field names are part of
-// the interface (README.md): append only.
-#ifndef ZEROFOLD_CLI_JSON_OUTPUT_H_
-#define ZEROFOLD_CLI_JSON_OUTPUT_H_
+// The `inspect --json` document: {"files":[...]}, written by the CLI and by
+// zf_inspect_json. Field names are part of the interface (README.md): append
+// only.
+#ifndef ZEROFOLD_MODEL_LISTING_JSON_H_
+#define ZEROFOLD_MODEL_LISTING_JSON_H_
 
 #include <string>
 
@@ -9,7 +10,7 @@
 #include "model/listing.h"
 #include "zerofold/status.h"
 
-namespace zerofold::cli {
+namespace zerofold::model {
 
 // The writer of every --json document. Text from files that is not valid
 // UTF-8 (a corrupt entry name, a pickle string) is written with each bad
@@ -34,6 +35,6 @@ class JsonFiles {
 // Writes {"code":..., "record":..., "offset":..., "message":...}.
 void WriteJsonError(json::Writer& w, const Status& status);
 
-}  // namespace zerofold::cli
+}  // namespace zerofold::model
 
-#endif  // ZEROFOLD_CLI_JSON_OUTPUT_H_
+#endif  // ZEROFOLD_MODEL_LISTING_JSON_H_

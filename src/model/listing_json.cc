@@ -1,6 +1,6 @@
-#include "cli/json_output.h"
+#include "model/listing_json.h"
 
-namespace zerofold::cli {
+namespace zerofold::model {
 
 namespace {
 
@@ -140,4 +140,4 @@ Result<std::string> JsonFiles::Finish() {
   return out + "\n";
 }
 
-}  // namespace zerofold::cli
+}  // namespace zerofold::model
