@@ -109,8 +109,9 @@ struct FolderReport {
   uint64_t total_size = 0;           // the index's metadata.total_size
 };
 
-// Shrinks a Hugging Face folder with pytorch_model.bin.index.json (or a
-// single pytorch_model.bin) into `output` (a folder, created if needed; may
+// Shrinks a Hugging Face folder with pytorch_model.bin.index.json (and a
+// pytorch_model.bin beside it, if any), or with a single pytorch_model.bin,
+// into `output` (a folder, created if needed; may
 // be `input`, the same string, for in-place; kInvalidArgument if an output
 // file is an input file by another name, ops/convert.h RefuseInputTargets). Every shard is shrunk, one at a time, each
 // replaced atomically; the index keeps its weight_map and gets total_size =

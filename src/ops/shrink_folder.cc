@@ -46,6 +46,18 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     if (index == nullptr && base != model::kTorchSingleName) continue;  // single model.safetensors: nothing to do
     shards.push_back(shard);
   }
+  // A pytorch_model.bin beside the index is a checkpoint too (transformers
+  // loads it first): shrunk, not copied as is. Its tensors do not count in
+  // the index's total_size.
+  std::string single_beside_index;
+  if (index != nullptr) {
+    std::string single = model::JoinPath(input, model::kTorchSingleName);
+    if (std::find(shards.begin(), shards.end(), single) == shards.end() && env->FileExists(single) &&
+        !env->IsDirectory(single)) {
+      shards.push_back(single);
+      single_beside_index = single;
+    }
+  }
   if (!in_place) {
     // OUT's files must not be IN's by another name: each would be replaced
     // before (or after) it is read.
@@ -72,8 +84,9 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     // total_size: the nbytes of every name in weight_map, from the shards.
     model::ShardIndex out_index = *index;
     out_index.path = model::JoinPath(output, model::kTorchIndexName);
-    for (const ShrinkReport& r : report.shards)
-      for (const auto& [name, nbytes] : r.tensor_nbytes) name_bytes[name] = nbytes;
+    for (size_t k = 0; k < shards.size(); ++k)
+      if (shards[k] != single_beside_index)
+        for (const auto& [name, nbytes] : report.shards[k].tensor_nbytes) name_bytes[name] = nbytes;
     uint64_t total = 0;
     for (const auto& [name, file] : out_index.weight_map) {
       auto it = name_bytes.find(name);

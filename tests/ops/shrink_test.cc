@@ -76,5 +76,35 @@ TEST_CASE("verify refuses what it cannot compare, before anything is written") {
   CHECK_EQ(mem.Files(), std::vector<std::string>{"in.pt"});
 }
 
+
+TEST_CASE("a pytorch_model.bin beside a shard index is shrunk too, and left out of total_size") {
+  const char* const names[] = {"config.json", "pytorch_model-00001-of-00003.bin", "pytorch_model-00002-of-00003.bin",
+                               "pytorch_model-00003-of-00003.bin", "pytorch_model.bin.index.json"};
+  io::MemEnv plain, beside;
+  for (const char* n : names) {
+    plain.SetFile(std::string("in/") + n, Fixture(std::string("hf/bloated/") + n));
+    beside.SetFile(std::string("in/") + n, Fixture(std::string("hf/bloated/") + n));
+  }
+  // A stale single file: a copy of the first (bloated) shard.
+  const std::vector<std::byte> single = Fixture("hf/bloated/pytorch_model-00001-of-00003.bin");
+  beside.SetFile("in/pytorch_model.bin", single);
+  Result<FolderReport> a = ShrinkFolder(&plain, "in", "out", ShrinkOptions{});
+  Result<FolderReport> b = ShrinkFolder(&beside, "in", "out", ShrinkOptions{});
+  REQUIRE(a.ok());
+  REQUIRE_MESSAGE(b.ok(), b.status().ToString());
+  CHECK_EQ(b->shards.size(), a->shards.size() + 1);
+  CHECK_EQ(b->total_size, a->total_size);
+  CHECK(beside.GetFile("out/pytorch_model.bin.index.json") == plain.GetFile("out/pytorch_model.bin.index.json"));
+  // Shrunk exactly as the file alone would be, not copied.
+  io::MemEnv alone;
+  alone.SetFile("pytorch_model.bin", single);
+  REQUIRE(ShrinkFile(&alone, "pytorch_model.bin", "small.bin", ShrinkOptions{}).ok());
+  const std::optional<std::vector<std::byte>> got = beside.GetFile("out/pytorch_model.bin");
+  REQUIRE(got.has_value());
+  CHECK(*got == alone.GetFile("small.bin").value());
+  CHECK_LT(got->size(), single.size());
+  for (const std::string& copied : b->copied) CHECK_NE(copied, "pytorch_model.bin");
+}
+
 }  // namespace
 }  // namespace zerofold::ops
