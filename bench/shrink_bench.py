@@ -25,6 +25,9 @@ For each size N (default 1 GiB and 8 GiB):
    kernel has page_reporting.page_reporting_order=11), memory freed a few seconds earlier has
    been handed back to the host and costs a host fault on first touch, and a run right after
    a removal would otherwise be faster or slower depending on which run came before it.
+   The default of 15 s also lets the host finish writing the previous run's gigabytes: with
+   5 s, the path form measured 0.66-0.69 s right after a floor run against 0.49-0.58 s
+   after an idle pause.
    Wall time by the monotonic clock; peak RSS from the child's rusage (wait4), the largest
    over the rounds.
 4. Checked once per N: the first pipe output equals the path form's byte for byte. At the
@@ -38,7 +41,7 @@ For each size N (default 1 GiB and 8 GiB):
 The generated files are removed after each N unless --keep (which keeps the last N's).
 
 usage: bench/shrink_bench.py [--build build] [--work DIR] [--sizes 1GiB,8GiB] [--shards 2]
-                             [--layers 30] [--largest 1GiB] [--rounds 3] [--settle 5]
+                             [--layers 30] [--largest 1GiB] [--rounds 3] [--settle 15]
                              [--peer auto|always|never] [--keep] [--no-results]
 A quick end-to-end check: --sizes 64MiB --largest 32MiB --rounds 1 --no-results
 """
@@ -245,7 +248,7 @@ def main():
     ap.add_argument("--layers", type=int, default=30)
     ap.add_argument("--largest", type=parse_size, default=GiB, help="bytes of the largest tensor (default 1GiB)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--settle", type=float, default=5.0, help="seconds to wait after removing the previous output")
+    ap.add_argument("--settle", type=float, default=15.0, help="seconds to wait after removing the previous output")
     ap.add_argument("--peer", choices=("auto", "always", "never"), default="auto",
                     help="auto: run the peer where its estimated memory fits in MemAvailable")
     ap.add_argument("--keep", action="store_true")
