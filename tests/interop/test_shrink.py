@@ -526,12 +526,16 @@ class ShrinkAgreesWithTorch(unittest.TestCase):
             index_out = json.load(f)
         self.assertEqual(index_out["weight_map"], index_in["weight_map"])
         shards = sorted(set(index_in["weight_map"].values()))
-        self.assertEqual([os.path.basename(f["output"]) for f in doc["files"]], shards)
+        # A pytorch_model.bin beside the index (which transformers loads first) is shrunk
+        # too, last; its tensors are not the index's.
+        single = ["pytorch_model.bin"] if os.path.isfile(os.path.join(src, "pytorch_model.bin")) else []
+        self.assertEqual([os.path.basename(f["output"]) for f in doc["files"]], shards + single)
         values = {}
-        for shard in shards:
+        for shard in shards + single:
             obj = oracle.load(os.path.join(out, shard))
             self.assertEqual(oracle.compare(oracle.load(os.path.join(src, shard)), obj), [])
-            values.update(obj)
+            if shard not in single:
+                values.update(obj)
             # The same bytes as shrinking the shard alone.
             alone = os.path.join(self.tmp, "alone", shard)
             os.makedirs(os.path.dirname(alone), exist_ok=True)
@@ -551,8 +555,7 @@ class ShrinkAgreesWithTorch(unittest.TestCase):
         src = fixture("deepspeed/bloat_zero2_ws2_bf16")
         with open(os.path.join(src, "bloat_info.json")) as f:
             info = json.load(f)
-        out, values = self.check_folder(src, ["bloat_info.json", "expected_compacted_state_dict.pt",
-                                              "pytorch_model.bin"])
+        out, values = self.check_folder(src, ["bloat_info.json", "expected_compacted_state_dict.pt"])
         for shard in info["shards"]:
             with self.subTest(shard["file"]):
                 got = os.path.getsize(os.path.join(out, shard["file"]))
