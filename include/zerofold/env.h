@@ -68,10 +68,10 @@ class Sink {
 class AtomicFileSink : public Sink {
  public:
   virtual Status Commit() = 0;
-  // Reads back what was appended, before Commit(), so that a check of the
-  // output can fail with the target still untouched. Call Flush() first;
-  // append nothing while the source is in use. The source's name() is the
-  // target's path.
+  // Writes out what the sink holds and reads back everything appended,
+  // before Commit(), so that a check of the output can fail with the target
+  // still untouched. Append nothing while the source is in use. The
+  // source's name() is the target's path.
   virtual Result<std::unique_ptr<RandomSource>> OpenWritten() = 0;
 };
 

@@ -46,7 +46,9 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
     request.options.progress = [&o](uint64_t done, uint64_t total) {
       o.progress(o.progress_user, "shrink", done, total);
     };
-  ZF_ASSIGN_OR_RETURN(ops::ShrinkOutcome outcome, ops::RunShrink(Env::Default(), request, ops::kOptionWords));
+  Env* env = Env::Default();
+  ZF_TRY(ops::CheckShrinkRequest(env, request, ops::kOptionWords));
+  ZF_ASSIGN_OR_RETURN(ops::ShrinkOutcome outcome, ops::RunShrink(env, request));
   if (outcome.converted) Add(*outcome.converted, report);
   for (const ops::ShrinkReport& r : outcome.files) Add(r, report);
   return Status::OK();

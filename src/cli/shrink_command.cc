@@ -227,7 +227,7 @@ int RunShrink(const std::vector<std::string>& argv) {
     PrintError(s);
     return ExitCodeFor(s);
   }
-  Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request, ops::kFlagWords);
+  Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request);
   progress.Clear();
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <system_error>
 #include <utility>
 
@@ -42,10 +43,11 @@ DirectWriter::~DirectWriter() { StopThread(); }
 
 namespace {
 
-// kChunkBytes aligned to kAlignBytes, or null when memory is short.
+// kChunkBytes aligned to kAlignBytes; std::bad_alloc when memory is short,
+// as for every other allocation.
 std::byte* NewChunk() {
   void* p = nullptr;
-  if (::posix_memalign(&p, DirectWriter::kAlignBytes, DirectWriter::kChunkBytes) != 0) return nullptr;
+  if (::posix_memalign(&p, DirectWriter::kAlignBytes, DirectWriter::kChunkBytes) != 0) throw std::bad_alloc();
   return static_cast<std::byte*>(p);
 }
 
@@ -123,9 +125,15 @@ Status DirectWriter::WaitIdle() {
   return error_;
 }
 
+Status DirectWriter::Fail(Status s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = std::move(s);
+  return error_;
+}
+
 Status DirectWriter::Hand() {
   if (!flight_) flight_.reset(NewChunk());
-  if (flight_ && !threaded_ && !no_thread_) {
+  if (!threaded_ && !no_thread_) {
     try {
       thread_ = std::thread([this] { Run(); });
       threaded_ = true;
@@ -136,8 +144,7 @@ Status DirectWriter::Hand() {
   if (!threaded_) {
     Status s = WriteBlock(fill_.get(), filled_);
     filled_ = 0;
-    if (!s.ok()) error_ = s;
-    return s;
+    return s.ok() ? s : Fail(std::move(s));
   }
   ZF_TRY(WaitIdle());
   {
@@ -151,19 +158,11 @@ Status DirectWriter::Hand() {
 }
 
 Status DirectWriter::Append(std::span<const std::byte> data) {
-  if (threaded_) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
-  } else if (!error_.ok()) {
-    return error_;
   }
   if (!fill_) fill_.reset(NewChunk());
-  if (!fill_) {  // no memory for staging: write through the cache
-    Status s = WriteBuffered(data.data(), data.size());
-    if (!s.ok()) return error_ = s;
-    accepted_ += data.size();
-    return Status::OK();
-  }
   accepted_ += data.size();
   while (!data.empty()) {
     size_t n = std::min(data.size(), kChunkBytes - filled_);
@@ -176,15 +175,14 @@ Status DirectWriter::Append(std::span<const std::byte> data) {
 }
 
 Status DirectWriter::Finish() {
-  Status s = threaded_ ? WaitIdle() : error_;
+  Status s = WaitIdle();  // no thread: nothing in flight, the error so far
   StopThread();
   if (s.ok() && filled_ > 0) s = WriteBlock(fill_.get(), filled_);
   filled_ = 0;
   StopDirect();
   fill_.reset();
   flight_.reset();
-  if (!s.ok()) error_ = s;
-  return s;
+  return s.ok() ? s : Fail(std::move(s));
 }
 
 }  // namespace zerofold::io

@@ -19,7 +19,8 @@
 // is short, the writer clears the flag and goes on buffered, in write(2)
 // calls of at most kMaxBufferedWriteBytes; the bytes on disk are the same.
 // Small files (under kChunkBytes) start no thread. Without a thread (one
-// cannot be started) the buffers are written on the caller's thread.
+// cannot be started) the buffers are written on the caller's thread. The
+// buffers are allocated like any other memory: std::bad_alloc when short.
 //
 // Errors carry `name` (the path the user gave) and are sticky: the first is
 // returned by the next Append or Finish, and by every call after it.
@@ -73,6 +74,8 @@ class DirectWriter {
   Status Hand();
   // Waits until no buffer is in flight; the first error.
   Status WaitIdle();
+  // Records s as the error unless one came first; returns the first.
+  Status Fail(Status s);
   void StopThread();
   void Run();
   // Writes n bytes at the file's end: whole kAlignBytes blocks with
@@ -98,7 +101,7 @@ class DirectWriter {
   std::condition_variable cv_;
   bool busy_ = false;  // flight_ holds kChunkBytes not written yet
   bool stop_ = false;
-  Status error_;       // the first error (guarded by mu_ while threaded_)
+  Status error_;       // the first error
   bool threaded_ = false;
   bool no_thread_ = false;  // starting one failed: write on the caller's thread
   std::thread thread_;

@@ -144,6 +144,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   }
   Result<std::unique_ptr<RandomSource>> OpenWritten() override {
     if (fd_ < 0) return Status::Internal("read back after commit").WithPath(target_);
+    ZF_TRY(writer_.Finish());
     return OpenRegularFile(temp_, target_);
   }
 

@@ -46,10 +46,7 @@ class FileOutput final : public NamedOutput {
   explicit FileOutput(std::unique_ptr<AtomicFileSink> file) : file_(std::move(file)) {}
   Sink* sink() override { return file_.get(); }
   Status Commit() override { return file_->Commit(); }
-  Result<std::unique_ptr<RandomSource>> OpenWritten() override {
-    ZF_TRY(file_->Flush());
-    return file_->OpenWritten();
-  }
+  Result<std::unique_ptr<RandomSource>> OpenWritten() override { return file_->OpenWritten(); }
   uint64_t stored_bytes() const override { return file_->position(); }
 
  private:

@@ -142,8 +142,8 @@ class NamedOutput {
   virtual ~NamedOutput() = default;
   virtual Sink* sink() = 0;
   virtual Status Commit() = 0;
-  // A plain file output, before Commit(): flushes and reads back the bytes
-  // written (AtomicFileSink::OpenWritten). kInvalidArgument for streams
+  // A plain file output, before Commit(): reads back the bytes written
+  // (AtomicFileSink::OpenWritten). kInvalidArgument for streams
   // ('-', .zst), which cannot be re-read.
   virtual Result<std::unique_ptr<RandomSource>> OpenWritten() {
     return Status::InvalidArgument("a stream ('-', .zst) cannot be re-read").WithPath(sink()->name());

@@ -69,8 +69,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   return Status::OK();
 }
 
-Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r, const RequestWords& words) {
-  ZF_TRY(CheckShrinkRequest(env, r, words));
+Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   const ShrinkOptions& o = r.options;
   const bool in_folder = env->IsDirectory(r.in);
   const bool folder = OutputIsFolder(env, r.in, r.out);

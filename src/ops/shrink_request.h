@@ -65,8 +65,9 @@ struct ShrinkOutcome {
   std::optional<ConvertReport> converted;
 };
 
-// Checks the request (CheckShrinkRequest) and carries it out.
-Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& request, const RequestWords& words);
+// Carries the request out. REQUIRES: CheckShrinkRequest returned OK (the
+// front ends call it first, to tell refusals from failures).
+Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& request);
 
 }  // namespace zerofold::ops
 

@@ -34,7 +34,6 @@ constexpr size_t kSkipChunk = 1 << 20;
 constexpr std::string_view kUseAPath =
     "; a pipe or .zst input is read in one pass, which needs torch's own layout: give the file's path instead";
 
-
 // A forward-only source that can look ahead: Peek(n) buffers up to n bytes
 // without consuming them. Reads drain the buffer before the source.
 class Lookahead final : public StreamSource {
