@@ -83,4 +83,13 @@ Result<uint64_t> ParseSize(const std::string& text) {
   return value * mult;
 }
 
+Status ApplyBufferSize(const ParsedArgs& args, size_t* bytes) {
+  auto v = args.Value("buffer-size");
+  if (!v) return Status::OK();
+  Result<uint64_t> n = ParseSize(*v);
+  if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return Status::InvalidArgument("--buffer-size needs 4KiB to 4GiB");
+  *bytes = static_cast<size_t>(*n);
+  return Status::OK();
+}
+
 }  // namespace zerofold::cli

@@ -42,6 +42,10 @@ std::string FlagHelp(const std::vector<FlagSpec>& specs);
 // "100KB", plain bytes "12345". kInvalidArgument on anything else.
 Result<uint64_t> ParseSize(const std::string& text);
 
+// --buffer-size SIZE, if given, into *bytes: kInvalidArgument unless it is
+// a size (ParseSize) from 4KiB to 4GiB.
+Status ApplyBufferSize(const ParsedArgs& args, size_t* bytes);
+
 }  // namespace zerofold::cli
 
 #endif  // ZEROFOLD_CLI_ARGS_H_

@@ -10,6 +10,8 @@ namespace zerofold::cli {
 
 int RunInspect(const std::vector<std::string>& args);
 int RunShrink(const std::vector<std::string>& args);
+int RunConvert(const std::vector<std::string>& args);
+int RunDiff(const std::vector<std::string>& args);
 int RunMerge(const std::vector<std::string>& args);
 
 }  // namespace zerofold::cli

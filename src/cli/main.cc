@@ -28,6 +28,12 @@ constexpr const char* kHelp =
     "  merge CKPT OUT    rebuild the full fp32 model from a DeepSpeed ZeRO 1/2/3\n"
     "                    checkpoint (zero_to_fp32.py without Python), streaming;\n"
     "                    torch or safetensors output, sharded or one file\n"
+    "  convert IN OUT    torch (zip or legacy) and safetensors, files or folders,\n"
+    "                    to torch or safetensors: --dtype, --max-shard-size,\n"
+    "                    --select, --verify\n"
+    "  diff A B          compare two checkpoints tensor by tensor, across formats\n"
+    "                    and layouts: names, dtypes, shapes, values (--atol,\n"
+    "                    --rtol as torch.allclose); exit 0 same, 1 different\n"
     "\n"
     "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
     "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error.\n";
@@ -53,5 +59,7 @@ int main(int argc, char** argv) {
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
   if (command == "shrink") return zerofold::cli::RunShrink(rest);
   if (command == "merge") return zerofold::cli::RunMerge(rest);
+  if (command == "convert") return zerofold::cli::RunConvert(rest);
+  if (command == "diff") return zerofold::cli::RunDiff(rest);
   return zerofold::cli::UsageError("", "unknown command '" + command + "'");
 }

@@ -281,11 +281,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     else if (*v == "safetensors") options.format = ops::MergeFormat::kSafetensors;
     else return UsageError("merge", "--to takes torch or safetensors, not '" + *v + "'");
   }
-  if (auto v = args.Value("buffer-size")) {
-    Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("merge", "--buffer-size needs 4KiB to 4GiB");
-    options.buffer_bytes = static_cast<size_t>(*n);
-  }
+  if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("merge", s.message());
   options.dry_run = args.Has("dry-run");
   options.verify = args.Has("verify");
   options.force = args.Has("force");

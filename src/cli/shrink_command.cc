@@ -1,8 +1,10 @@
-// zerofold shrink IN OUT
+// zerofold shrink IN OUT, zerofold convert IN OUT: one parser, one request.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,9 +69,48 @@ constexpr const char* kShrinkHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
+constexpr const char* kConvertHelp =
+    "usage: zerofold convert [FLAGS] IN OUT\n"
+    "\n"
+    "Writes the tensors of IN in another format, dtype, sharding or selection.\n"
+    "IN is a torch file (zip or legacy format), a safetensors file, or a Hugging\n"
+    "Face folder (pytorch_model.bin.index.json or model.safetensors.index.json\n"
+    "and its shards, or one pytorch_model.bin or model.safetensors).\n"
+    "The output format is --to, else OUT's extension: .safetensors, or .bin,\n"
+    ".pt, .pth, .ckpt for torch (a trailing .zst is ignored); a folder OUT needs\n"
+    "--to. OUT is a folder when IN is one, OUT is an existing folder, or OUT\n"
+    "ends with '/', written in transformers' layout (see shrink --help).\n"
+    "\n"
+    "torch output: every tensor in exactly sized storage, tied weights sharing\n"
+    "one storage, as shrink writes it (legacy input becomes a zip archive);\n"
+    "safetensors input gives one storage per tensor, as torch.save of the\n"
+    "state dict safetensors.torch.load_file returns (an OrderedDict by name).\n"
+    "A safetensors folder becomes torch shards of the same numbers.\n"
+    "safetensors output: every name contiguous (ties written per name unless\n"
+    "--dedupe-tied), plain non-tensor values and a safetensors input's\n"
+    "__metadata__ in __metadata__.\n"
+    "\n"
+    "Streams: IN or OUT - (standard input or output) or X.zst work where the\n"
+    "formats allow one forward pass: torch to torch (a stream in, a stream\n"
+    "out), and a file IN to one safetensors OUT stream. A safetensors IN must\n"
+    "be a file (its tensors are found by offsets), and safetensors output from\n"
+    "a stream IN is refused (its header lists every tensor before their bytes):\n"
+    "save the stream to a file first. --verify needs file outputs.\n"
+    "\n"
+    "examples:\n"
+    "  zerofold convert model.safetensors pytorch_model.bin\n"
+    "  zerofold convert pytorch_model.bin model.safetensors --verify\n"
+    "  zerofold convert --to safetensors --max-shard-size 2GB ckpt/ st/\n"
+    "  zerofold convert old_legacy.pt new.pt             # legacy -> zip\n"
+    "  zerofold convert --dtype bfloat16 model.safetensors m16.safetensors\n"
+    "  zerofold convert --select module mp_rank_00_model_states.pt w.safetensors\n"
+    "\n"
+    "flags:\n";
+
+const FlagSpec kInPlaceFlag = {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"};
+
+const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
-    {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"},
     {"force", false, "overwrite an existing OUT"},
     {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
@@ -88,6 +129,28 @@ const std::vector<FlagSpec> kShrinkFlags = WithLimitFlags({
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     {"help", false, "show this help"},
 });
+
+std::vector<FlagSpec> ShrinkFlags() {
+  std::vector<FlagSpec> flags = kConvertFlags;
+  flags.insert(flags.begin() + 1, kInPlaceFlag);
+  return flags;
+}
+
+const std::vector<FlagSpec> kShrinkFlags = ShrinkFlags();
+
+// convert's output format when --to is not given: from OUT's extension
+// (a trailing .zst ignored); nullopt when it names none.
+std::optional<bool> SafetensorsByName(std::string out) {
+  if (io::IsZstdName(out)) out.resize(out.size() - io::kZstdSuffix.size());
+  auto ends = [&](const char* ext) {
+    const size_t n = std::strlen(ext);
+    return out.size() > n && out.compare(out.size() - n, n, ext) == 0;
+  };
+  if (ends(".safetensors")) return true;
+  for (const char* ext : {".bin", ".pt", ".pth", ".ckpt"})
+    if (ends(ext)) return false;
+  return std::nullopt;
+}
 
 void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
@@ -129,43 +192,35 @@ void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
   w.BeginArray();
   for (const std::string& g : r.unsafe_globals) w.String(g);
   w.EndArray();
-  if (r.verified) {
-    w.Key("verified_tensors");
-    w.Uint(r.verified_tensors);
-    w.Key("verified_bytes");
-    w.Uint(r.verified_bytes);
-  }
+  if (r.verified) WriteVerified(w, r.verified_tensors, r.verified_bytes);
   w.EndObject();
 }
 
-}  // namespace
 
-int RunShrink(const std::vector<std::string>& argv) {
-  Result<ParsedArgs> parsed = ParseArgs(argv, kShrinkFlags);
-  if (!parsed.ok()) return UsageError("shrink", parsed.status().message());
+// shrink and convert: one parser, one request, one path (ops/shrink_request.h).
+int RunRewrite(const char* command, bool convert, const std::vector<std::string>& argv) {
+  const std::vector<FlagSpec>& flags = convert ? kConvertFlags : kShrinkFlags;
+  Result<ParsedArgs> parsed = ParseArgs(argv, flags);
+  if (!parsed.ok()) return UsageError(command, parsed.status().message());
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
-    std::fputs(kShrinkHelp, stdout);
-    std::fputs(FlagHelp(kShrinkFlags).c_str(), stdout);
+    std::fputs(convert ? kConvertHelp : kShrinkHelp, stdout);
+    std::fputs(FlagHelp(flags).c_str(), stdout);
     return kExitOk;
   }
   const bool in_place = args.Has("in-place");
   const size_t want = in_place ? 1 : 2;
   if (args.positionals.size() != want)
-    return UsageError("shrink", in_place ? "--in-place takes one path, IN" : "needs IN and OUT");
+    return UsageError(command, in_place ? "--in-place takes one path, IN" : "needs IN and OUT");
   const std::string in = args.positionals[0];
   const std::string out = in_place ? in : args.positionals[1];
 
   ops::ShrinkOptions options;
   options.keep_unsafe = args.Has("keep-unsafe");
   options.dry_run = args.Has("dry-run");
-  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("shrink", s.message());
+  if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError(command, s.message());
   options.verify = args.Has("verify");
-  if (auto v = args.Value("buffer-size")) {
-    Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return UsageError("shrink", "--buffer-size needs 4KiB to 4GiB");
-    options.buffer_bytes = static_cast<size_t>(*n);
-  }
+  if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError(command, s.message());
   struct IntFlag {
     const char* name;
     int low, high;
@@ -179,23 +234,31 @@ int RunShrink(const std::vector<std::string>& argv) {
     char* end = nullptr;
     long n = std::strtol(v->c_str(), &end, 10);
     if (v->empty() || *end != '\0' || n < f.low || n > f.high)
-      return UsageError("shrink", "--" + std::string(f.name) + " needs a number from " + std::to_string(f.low) +
+      return UsageError(command, "--" + std::string(f.name) + " needs a number from " + std::to_string(f.low) +
                                       " to " + std::to_string(f.high));
     *f.value = static_cast<int>(n);
   }
   // Flags whose values need parsing.
   ops::ShrinkRequest request;
-  const std::string to = args.Value("to").value_or("torch");
-  if (to != "torch" && to != "safetensors") return UsageError("shrink", "--to takes torch or safetensors, not '" + to + "'");
-  request.to_safetensors = to == "safetensors";
+  if (auto to = args.Value("to")) {
+    if (*to != "torch" && *to != "safetensors")
+      return UsageError(command, "--to takes torch or safetensors, not '" + *to + "'");
+    request.to_safetensors = *to == "safetensors";
+  } else if (convert) {
+    std::optional<bool> by_name = SafetensorsByName(out);
+    if (!by_name)
+      return UsageError(command, "cannot tell the output format from '" + out +
+                                     "': add --to torch or --to safetensors");
+    request.to_safetensors = *by_name;
+  }
   if (auto name = args.Value("dtype")) {
     options.dtype = ops::ParseCastTarget(*name);
-    if (!options.dtype) return UsageError("shrink", "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
+    if (!options.dtype) return UsageError(command, "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok() || *n == 0) return UsageError("shrink", "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");
+    if (!n.ok() || *n == 0) return UsageError(command, "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");
     request.max_shard_bytes = *n;
   }
   // Standard output carrying the archive takes no JSON, and neither end
@@ -203,18 +266,19 @@ int RunShrink(const std::vector<std::string>& argv) {
   const bool to_stdout = out == io::kStdioName;
   const bool as_json = args.Has("json");
   if (to_stdout && as_json && !options.dry_run)
-    return UsageError("shrink", "--json prints on standard output, which OUT - takes for the archive");
+    return UsageError(command, "--json prints on standard output, which OUT - takes for the archive");
   if (to_stdout && !options.dry_run && isatty(1))
-    return UsageError("shrink", "refusing to write binary data to a terminal; redirect standard output or name a file");
+    return UsageError(command, "refusing to write binary data to a terminal; redirect standard output or name a file");
   if (in == io::kStdioName && isatty(0))
-    return UsageError("shrink", "refusing to read binary data from a terminal; pipe the input or name a file");
+    return UsageError(command, "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
   bool show_progress = !quiet && !options.dry_run && isatty(2);
   if (args.Has("progress")) show_progress = true;
   if (args.Has("no-progress")) show_progress = false;
   Progress progress(show_progress);
-  options.progress = [&](uint64_t done, uint64_t total) { progress.Update("shrink " + in, done, total); };
+  options.progress = [&](uint64_t done, uint64_t total) { progress.Update(std::string(command) + " " + in, done, total); };
 
+  request.convert = convert;
   request.in = in;
   request.out = out;
   request.in_place = in_place;
@@ -223,7 +287,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   request.options = options;
   Env* env = Env::Default();
   if (Status s = ops::CheckShrinkRequest(env, request, ops::kFlagWords); !s.ok()) {
-    if (s.code() == Code::kInvalidArgument) return UsageError("shrink", s.message());
+    if (s.code() == Code::kInvalidArgument) return UsageError(command, s.message());
     PrintError(s);
     return ExitCodeFor(s);
   }
@@ -231,7 +295,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   progress.Clear();
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
-    PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json);
+    PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json, to_stdout);
     if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, options.dry_run).c_str());
     return kExitOk;
   }
@@ -270,5 +334,10 @@ int RunShrink(const std::vector<std::string>& argv) {
   }
   return kExitOk;
 }
+
+}  // namespace
+
+int RunShrink(const std::vector<std::string>& args) { return RunRewrite("shrink", false, args); }
+int RunConvert(const std::vector<std::string>& args) { return RunRewrite("convert", true, args); }
 
 }  // namespace zerofold::cli

@@ -9,8 +9,6 @@
 
 namespace zerofold::cli {
 
-namespace {
-
 void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v) {
   w.Key(key);
   w.BeginArray();
@@ -18,21 +16,31 @@ void WriteStrings(json::Writer& w, const char* key, const std::vector<std::strin
   w.EndArray();
 }
 
-}  // namespace
+void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
+  w.Key("verified_tensors");
+  w.Uint(tensors);
+  w.Key("verified_bytes");
+  w.Uint(bytes);
+}
 
-void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet) {
+void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet, bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
   if (quiet) return;
+  std::FILE* out_file = to_stdout ? stderr : stdout;
   const std::string in = r.inputs.size() == 1 ? r.inputs[0] : std::to_string(r.inputs.size()) + " files";
   uint64_t out = 0;
   for (const ops::OutputFile& f : r.files) {
-    std::printf("%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(), f.tensors,
+    std::fprintf(out_file, "%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(), f.tensors,
                 dry_run ? " [dry run]" : "");
     out += f.bytes;
   }
-  if (!r.index.empty()) std::printf("index %s: total_size %llu\n", r.index.c_str(),
+  if (!r.index.empty()) std::fprintf(out_file, "index %s: total_size %llu\n", r.index.c_str(),
                                     static_cast<unsigned long long>(r.total_size));
-  if (r.files.size() > 1) std::printf("total: %s -> %s\n", HumanBytes(r.input_bytes).c_str(), HumanBytes(out).c_str());
+  if (r.files.size() > 1)
+    std::fprintf(out_file, "total: %s -> %s\n", HumanBytes(r.input_bytes).c_str(), HumanBytes(out).c_str());
+  if (r.verified_tensors > 0)
+    std::fprintf(out_file, "verified %zu tensors, %llu bytes\n", r.verified_tensors,
+                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
 std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
@@ -63,6 +71,7 @@ std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
   w.Uint(r.total_size);
   WriteStrings(w, "copied", r.copied);
   WriteStrings(w, "removed", r.removed);
+  if (r.verified_tensors > 0) WriteVerified(w, r.verified_tensors, r.verified_bytes);
   w.Key("warnings");
   w.BeginArray();
   for (const auto& [path, message] : r.warnings) w.String(path + ": " + message);

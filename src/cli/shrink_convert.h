@@ -1,17 +1,26 @@
-// The shrink command's report of a conversion (--to safetensors, or torch
+// The shrink and convert commands' report of a conversion (--to safetensors, or torch
 // shards into a folder): lines for people and the --json document.
 #ifndef ZEROFOLD_CLI_SHRINK_CONVERT_H_
 #define ZEROFOLD_CLI_SHRINK_CONVERT_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "json/writer.h"
 #include "ops/convert.h"
 
 namespace zerofold::cli {
 
 // Prints r's warnings on stderr and, unless quiet, one line per file written
-// on stdout.
-void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet);
+// (and the verification's totals) on stdout, or on stderr when standard
+// output carries the data (to_stdout).
+void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet, bool to_stdout);
+
+// "key": [strings...] in an object of a --json document.
+void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v);
+// "verified_tensors": N, "verified_bytes": M (--verify's totals).
+void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes);
 
 // The --json document of a conversion.
 std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run);

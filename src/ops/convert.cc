@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "model/hf_folder.h"
+#include "ops/checkpoint_file.h"
 #include "ops/select.h"
 #include "ops/shrink.h"
 
@@ -39,13 +40,40 @@ Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions&
   Input in;
   in.path = path;
   ZF_ASSIGN_OR_RETURN(in.src, env->OpenRandom(path));
-  Result<torch::Checkpoint> read = torch::ReadCheckpoint(*in.src, options.read);
+  Result<CheckpointFile> read = ReadCheckpointFile(*in.src, options.read, SafetensorsGraph::kBuild);
   if (!read.ok()) return Status(read.status()).WithPath(path);
-  in.ckpt = std::move(*read);
+  in.ckpt = std::move(read->ckpt);
+  in.metadata = std::move(read->metadata);
   if (in.ckpt.big_endian)
     return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(path);
   if (Status s = SelectSubtree(in.ckpt, options.select, options.read); !s.ok()) return s.WithPath(path);
   return in;
+}
+
+Result<std::vector<std::string>> FolderCheckpoints(Env* env, const std::string& folder, std::set<std::string>& handled) {
+  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, folder));
+  std::vector<std::string> paths;
+  for (const char* index_name : {model::kTorchIndexName, model::kSafetensorsIndexName}) {
+    for (const model::ShardIndex& index : files.indexes) {
+      if (index.path != model::JoinPath(folder, index_name)) continue;
+      handled.insert(index_name);
+      for (const std::string& shard : index.Shards()) {
+        paths.push_back(model::JoinPath(folder, shard));
+        handled.insert(shard);
+      }
+      return paths;
+    }
+    const char* single = index_name == model::kTorchIndexName ? model::kTorchSingleName : model::kSafetensorsSingleName;
+    if (env->FileExists(model::JoinPath(folder, single))) {
+      handled.insert(single);
+      paths.push_back(model::JoinPath(folder, single));
+      return paths;
+    }
+  }
+  return Status::NotFound(std::string("this folder holds no ") + model::kTorchIndexName + ", " +
+                          model::kTorchSingleName + ", " + model::kSafetensorsIndexName + " or " +
+                          model::kSafetensorsSingleName)
+      .WithPath(folder);
 }
 
 Status WriteIndex(Env* env, const std::string& path, uint64_t total_size,

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/zstd_stream.h"
 #include "ops/sharding.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -42,6 +43,13 @@ struct ConvertOptions {
   bool keep_unsafe = false;
   // Plan and report sizes; write nothing.
   bool dry_run = false;
+  // safetensors output: read each file back before it replaces its target
+  // and compare every tensor's dtype, shape and xxh3-128 with the input's
+  // (ops/verify.h CompareTensorValues); a mismatch is kCorrupt and leaves
+  // the target as it was. REQUIRES: no dtype, a file output (not '-', .zst).
+  bool verify = false;
+  // Compression of a ".zst" safetensors output file.
+  io::ZstdOptions zstd;
   // Bytes per read and per gather buffer; memory is O(buffer_bytes + pickles).
   size_t buffer_bytes = size_t{4} << 20;
   // Called with tensor bytes written so far and the total.
@@ -63,18 +71,31 @@ struct ConvertReport {
   std::vector<std::string> copied;    // other files copied from an input folder
   std::vector<std::string> removed;   // stale shards of an earlier save removed from OUT
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message), for stderr
+  size_t verified_tensors = 0;  // verify: tensors compared
+  uint64_t verified_bytes = 0;  // verify: their logical bytes
 };
 
-// A torch checkpoint read for conversion, with its source kept open.
+// A checkpoint read for conversion, with its source kept open.
 struct Input {
   std::string path;
   std::unique_ptr<RandomSource> src;
   torch::Checkpoint ckpt;
+  // safetensors input: its __metadata__ (header order); else empty.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
-// Opens and reads `path`, then applies options.select. kUnsupported for
+// Opens and reads `path`, a torch or safetensors file
+// (ops/checkpoint_file.h), then applies options.select. kUnsupported for
 // big-endian data. Errors carry the path.
 Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options);
+
+// The checkpoint files of a Hugging Face folder, as paths: the shards of
+// its pytorch_model.bin.index.json, or its pytorch_model.bin, else the
+// shards of its model.safetensors.index.json, or its model.safetensors.
+// `handled` gets the names of the files used (index included). kNotFound
+// when it has none; ResolveModelPath's errors.
+Result<std::vector<std::string>> FolderCheckpoints(Env* env, const std::string& folder,
+                                                   std::set<std::string>& handled);
 
 // Writes transformers' index (`json.dumps(index, indent=2, sort_keys=True)`:
 // metadata.total_size, then weight_map sorted by name) to `path`.

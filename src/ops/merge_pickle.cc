@@ -48,12 +48,12 @@ std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape) {
   return stride;
 }
 
-Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries) {
-  StateDictPickle out;
-  pickle::Graph g;
+Result<StateDictGraph> BuildStateDict(std::span<const StateDictEntry> entries) {
+  StateDictGraph out;
+  pickle::Graph& g = out.graph;
   // CPython memoizes these objects on first use; later uses are BINGETs.
   const NodeId ordered_dict = g.AddGlobal(kCollections, kOrderedDict);
-  const NodeId root = Reduce(g, ordered_dict, g.AddSequence(Kind::kTuple, {}));
+  const NodeId root = out.root = Reduce(g, ordered_dict, g.AddSequence(Kind::kTuple, {}));
   NodeId rebuild = pickle::kNoNode;
   NodeId storage_tag = pickle::kNoNode;
   NodeId location = pickle::kNoNode;
@@ -102,12 +102,22 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
     std::vector<int64_t> stride = ContiguousStrides(e.shape);
     NodeId hooks = Reduce(g, ordered_dict, g.AddSequence(Kind::kTuple, {}));
     std::vector<NodeId> args = {pid, g.AddInt(0), IntTuple(g, e.shape), IntTuple(g, stride), g.AddBool(false), hooks};
-    NodeId tensor = Reduce(g, rebuild, g.AddSequence(Kind::kTuple, args));
+    NodeId args_tuple = g.AddSequence(Kind::kTuple, args);
+    NodeId tensor = Reduce(g, rebuild, args_tuple);
+    out.entries.push_back({tensor, args_tuple, pid});
     pickle::ObjectData& od = g.MutableObject(root);
     od.dict_items.push_back(g.AddStr(e.name));
     od.dict_items.push_back(tensor);
   }
-  ZF_ASSIGN_OR_RETURN(out.data_pkl, pickle::Encode(g, root));
+  return out;
+}
+
+Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries) {
+  ZF_ASSIGN_OR_RETURN(StateDictGraph built, BuildStateDict(entries));
+  StateDictPickle out;
+  ZF_ASSIGN_OR_RETURN(out.data_pkl, pickle::Encode(built.graph, built.root));
+  out.storages = std::move(built.storages);
+  out.storage_entry = std::move(built.storage_entry);
   return out;
 }
 

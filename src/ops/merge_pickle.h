@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "pickle/graph.h"
 #include "torch/archive_writer.h"
 #include "torch/dtype.h"
 #include "zerofold/result.h"
@@ -40,10 +41,27 @@ struct StateDictPickle {
   std::vector<size_t> storage_entry;           // per storage: the entry holding its data
 };
 
-// kInvalidArgument for an entry whose `data` is not itself or an earlier
-// data-holding entry of the same dtype and shape, or a negative size;
-// kUnsupported for a dtype without a typed storage class (torch.save writes
-// those through _rebuild_tensor_v3, which this does not).
+// The state dict as a graph, before it is encoded: what EncodeStateDict
+// encodes, with the nodes of each entry's tensor, so a checkpoint model
+// (torch/checkpoint.h) can be built around it.
+struct StateDictGraph {
+  struct EntryNodes {
+    pickle::NodeId tensor = pickle::kNoNode;  // the _rebuild_tensor_v2 call
+    pickle::NodeId args = pickle::kNoNode;    // its argument tuple
+    pickle::NodeId pid = pickle::kNoNode;     // the persistent id naming the storage
+  };
+  pickle::Graph graph;
+  pickle::NodeId root = pickle::kNoNode;       // the OrderedDict
+  std::vector<EntryNodes> entries;             // per entry
+  std::vector<torch::StorageRecord> storages;  // as StateDictPickle's
+  std::vector<size_t> storage_entry;
+};
+
+// Errors of both: kInvalidArgument for an entry whose `data` is not itself
+// or an earlier data-holding entry of the same dtype and shape, or a
+// negative size; kUnsupported for a dtype without a typed storage class
+// (torch.save writes those through _rebuild_tensor_v3, which this does not).
+Result<StateDictGraph> BuildStateDict(std::span<const StateDictEntry> entries);
 Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries);
 
 // Contiguous strides of `shape` as torch computes them.

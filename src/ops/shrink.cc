@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/cast.h"
+#include "ops/checkpoint_file.h"
 #include "ops/shrink_prepare.h"
 #include "ops/verify.h"
 #include "plan/shrink_plan.h"
@@ -33,9 +34,9 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
       return Status::InvalidArgument("--verify reads the output back; a stream ('-', .zst) cannot be").WithPath(output);
   }
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
-  Result<torch::Checkpoint> read = torch::ReadCheckpoint(*src, options.read);
+  Result<CheckpointFile> read = ReadCheckpointFile(*src, options.read, SafetensorsGraph::kBuild);
   if (!read.ok()) return Status(read.status()).WithPath(input);
-  torch::Checkpoint& ckpt = *read;
+  torch::Checkpoint& ckpt = read->ckpt;
   Result<PreparedShrink> prepared = PrepareShrink(ckpt, input, output, options);
   if (!prepared.ok()) return Status(prepared.status()).WithPath(input);
   const plan::ShrinkPlan& plan = prepared->plan;

@@ -117,6 +117,11 @@ struct FolderReport {
 // replaced atomically; the index keeps its weight_map and gets total_size =
 // the sum of the nbytes of every name in weight_map (tied names counted per
 // name); every other regular file is copied (not for in-place).
+// A folder without torch checkpoints but with model.safetensors.index.json
+// (or model.safetensors) is converted (convert): each safetensors shard is
+// written as the torch file transformers names alike
+// ("model-00001-of-00002.safetensors" -> "pytorch_model-00001-of-00002.bin"),
+// with pytorch_model.bin.index.json naming those files.
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options);
 

@@ -9,6 +9,23 @@
 
 namespace zerofold::ops {
 
+namespace {
+
+// The name of the torch file a checkpoint file of a folder becomes:
+// safetensors names as transformers names torch files ("model.safetensors"
+// -> "pytorch_model.bin", "model-00001-of-00002.safetensors" ->
+// "pytorch_model-00001-of-00002.bin", "x.safetensors" -> "x.bin"); torch
+// names unchanged.
+std::string TorchName(const std::string& name) {
+  const std::string ext = ".safetensors";
+  if (name.size() <= ext.size() || name.compare(name.size() - ext.size(), ext.size(), ext) != 0) return name;
+  std::string stem = name.substr(0, name.size() - ext.size());
+  if (stem == "model" || stem.rfind("model-", 0) == 0) stem = "pytorch_" + stem;
+  return stem + ".bin";
+}
+
+}  // namespace
+
 Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes) {
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(from));
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(to));
@@ -32,25 +49,28 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
                                   const ShrinkOptions& options) {
   ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, input));
   if (files.folder.empty()) return Status::InvalidArgument("not a folder").WithPath(input);
+  // The folder's torch checkpoints: its torch index's shards, or its
+  // pytorch_model.bin; without either, its safetensors (convert: each
+  // shard becomes the torch shard of the same number).
   const model::ShardIndex* index = nullptr;
-  for (const model::ShardIndex& i : files.indexes)
-    if (i.path == model::JoinPath(input, model::kTorchIndexName)) index = &i;
-  if (index == nullptr && !files.indexes.empty())
-    return Status::Unsupported(std::string("shrink rewrites torch checkpoints; this folder has only ") +
-                               model::kSafetensorsIndexName + ", whose tensors are exactly sized already")
-        .WithPath(input);
-  const bool in_place = input == output;
-  std::vector<std::string> shards;  // the files shrunk, each into output/<its name>
-  for (const std::string& shard : files.files) {
-    std::string base = shard.substr(shard.rfind('/') + 1);
-    if (index == nullptr && base != model::kTorchSingleName) continue;  // single model.safetensors: nothing to do
-    shards.push_back(shard);
+  for (const char* name : {model::kTorchIndexName, model::kSafetensorsIndexName})
+    for (const model::ShardIndex& i : files.indexes)
+      if (index == nullptr && i.path == model::JoinPath(input, name)) index = &i;
+  const bool from_safetensors =
+      index != nullptr ? index->path == model::JoinPath(input, model::kSafetensorsIndexName)
+                       : !env->FileExists(model::JoinPath(input, model::kTorchSingleName));
+  std::vector<std::string> shards;  // the files rewritten, each into output/TorchName(its name)
+  if (index != nullptr) {
+    for (const std::string& shard : index->Shards()) shards.push_back(model::JoinPath(input, shard));
+  } else {
+    shards.push_back(model::JoinPath(input, from_safetensors ? model::kSafetensorsSingleName : model::kTorchSingleName));
   }
+  const bool in_place = input == output;
   // A pytorch_model.bin beside the index is a checkpoint too (transformers
   // loads it first): shrunk, not copied as is. Its tensors do not count in
   // the index's total_size.
   std::string single_beside_index;
-  if (index != nullptr) {
+  if (index != nullptr && !from_safetensors) {
     std::string single = model::JoinPath(input, model::kTorchSingleName);
     if (std::find(shards.begin(), shards.end(), single) == shards.end() && env->FileExists(single) &&
         !env->IsDirectory(single)) {
@@ -63,7 +83,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     // before (or after) it is read.
     std::vector<std::string> inputs = shards, targets;
     if (index != nullptr) inputs.push_back(index->path);
-    for (const std::string& in : inputs) targets.push_back(model::JoinPath(output, in.substr(in.rfind('/') + 1)));
+    for (const std::string& in : inputs) targets.push_back(model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))));
     ZF_TRY(RefuseInputTargets(env, inputs, targets, "would replace an input file"));
   }
   if (!options.dry_run && !in_place) ZF_TRY(env->CreateDirs(output));
@@ -74,16 +94,16 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   for (const std::string& shard : shards) {
     std::string base = shard.substr(shard.rfind('/') + 1);
     handled.insert(base);
-    ShrinkOptions shard_options = options;
-    Result<ShrinkReport> r = ShrinkFile(env, shard, model::JoinPath(output, base), shard_options);
+    Result<ShrinkReport> r = ShrinkFile(env, shard, model::JoinPath(output, TorchName(base)), options);
     if (!r.ok()) return r.status();
     report.shards.push_back(*r);
   }
   if (index != nullptr) {
-    handled.insert(model::kTorchIndexName);
+    handled.insert(index->path.substr(index->path.rfind('/') + 1));
     // total_size: the nbytes of every name in weight_map, from the shards.
     model::ShardIndex out_index = *index;
     out_index.path = model::JoinPath(output, model::kTorchIndexName);
+    for (auto& [name, file] : out_index.weight_map) file = TorchName(file);
     for (size_t k = 0; k < shards.size(); ++k)
       if (shards[k] != single_beside_index)
         for (const auto& [name, nbytes] : report.shards[k].tensor_nbytes) name_bytes[name] = nbytes;

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "io/zstd_stream.h"
+#include "model/hf_folder.h"
+#include "model/listing.h"
 #include "ops/to_safetensors.h"
 #include "ops/torch_shards.h"
 
@@ -20,6 +22,19 @@ bool OutputIsFolder(Env* env, const std::string& in, const std::string& out) {
   return env->IsDirectory(in) || env->IsDirectory(out) || (!out.empty() && out.back() == '/');
 }
 
+Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
+  if (io::IsStreamName(in) || !env->FileExists(in)) return false;
+  if (env->IsDirectory(in)) {
+    auto has = [&](const char* name) { return env->FileExists(model::JoinPath(in, name)); };
+    return !has(model::kTorchIndexName) && !has(model::kTorchSingleName) &&
+           (has(model::kSafetensorsIndexName) || has(model::kSafetensorsSingleName));
+  }
+  Result<std::unique_ptr<RandomSource>> src = env->OpenRandom(in);
+  if (!src.ok()) return src.status();
+  ZF_ASSIGN_OR_RETURN(model::FileFormat format, model::SniffFormat(**src));
+  return format == model::FileFormat::kSafetensors;
+}
+
 Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
   const ShrinkOptions& o = r.options;
   const bool stream_in = io::IsStreamName(r.in);
@@ -27,9 +42,19 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   const bool to_stdout = r.out == io::kStdioName;
   const bool shards = r.max_shard_bytes.has_value();
   if (o.verify && o.dry_run) return Refuse(Str(w.verify) + " reads the output back; " + w.dry_run + " writes none");
-  if ((stream_in || stream_out) && (r.to_safetensors || shards))
+  if (stream_in && (r.to_safetensors || shards))
     return Refuse(Str(w.to_safetensors) + " and " + w.max_shard_size +
-                  " write files of their own; - and .zst names are streams");
+                  " read the input at random (a safetensors header lists every tensor before its bytes, a shard "
+                  "takes tensors in an order of its own); '" + r.in + "' is a stream: save it to a file first");
+  if (stream_out && shards)
+    return Refuse(Str(w.max_shard_size) + " writes shards into a folder; '" + r.out + "' is a stream");
+  if (!r.convert) {
+    ZF_ASSIGN_OR_RETURN(bool safetensors, IsSafetensorsInput(env, r.in));
+    if (safetensors)
+      return Refuse("'" + r.in +
+                    "' is safetensors, which stores every tensor in exactly its own bytes: there is nothing to "
+                    "shrink. To change its format, dtype, shards or selection, use: zerofold convert");
+  }
   if (r.in_place && (stream_in || stream_out)) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
   if (!r.in_place && !o.dry_run && !to_stdout && !r.force && env->FileExists(r.out) && !env->IsDirectory(r.out))
     return Refuse("'" + r.out + "' exists; " + w.set + " " + w.force + " to replace it or " + w.in_place +
@@ -50,8 +75,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
     std::string why;
     if (stream_in || stream_out) why = "a stream ('-', .zst) cannot be re-read";
     else if (o.dtype) why = Str(w.dtype) + " changes the tensors";
-    else if (r.to_safetensors) why = "it compares torch file output only";
-    else if (!in_folder && folder) why = "it compares one output file per input file";
+    else if (!r.to_safetensors && !in_folder && folder) why = "it compares one output file per input file";
     if (!why.empty()) return Refuse(Str(w.verify) + ": " + why);
   }
   if (r.dedupe_tied && !r.to_safetensors)
@@ -64,8 +88,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
     return Refuse(Str(w.max_shard_size) + " writes shards into a folder; make OUT a folder (end it with '/')");
   if (!r.to_safetensors && shards && in_folder)
     return Refuse(Str("a torch folder keeps its shards; re-shard with ") + w.to_safetensors);
-  if (in_folder && !r.to_safetensors && stream_out)
-    return Refuse("IN is a folder, so OUT must be a folder, not '" + r.out + "'");
+  if (in_folder && stream_out) return Refuse("IN is a folder, so OUT must be a folder, not '" + r.out + "'");
   return Status::OK();
 }
 
@@ -84,6 +107,8 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     convert.dedupe_tied = r.dedupe_tied;
     convert.keep_unsafe = o.keep_unsafe;
     convert.dry_run = o.dry_run;
+    convert.verify = o.verify;
+    convert.zstd = o.zstd;
     convert.buffer_bytes = o.buffer_bytes;
     convert.progress = o.progress;
     ZF_ASSIGN_OR_RETURN(ConvertReport report, r.to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)

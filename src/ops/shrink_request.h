@@ -19,6 +19,9 @@
 namespace zerofold::ops {
 
 struct ShrinkRequest {
+  // `zerofold convert`: safetensors input is accepted (shrink refuses it:
+  // its tensors are exactly sized already).
+  bool convert = false;
   std::string in;
   std::string out;   // in place: the same as `in`
   bool in_place = false;
@@ -52,6 +55,13 @@ inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",     
 // OUT is written as a folder in transformers' layout when IN is a folder,
 // OUT is an existing folder, or OUT ends with '/'.
 bool OutputIsFolder(Env* env, const std::string& in, const std::string& out);
+
+// True when `in` holds safetensors checkpoints only: a file that sniffs as
+// safetensors, or a folder with model.safetensors.index.json or
+// model.safetensors and neither pytorch_model.bin.index.json nor
+// pytorch_model.bin. False for streams and missing paths (the operation
+// reports those). Errors of reading the file.
+Result<bool> IsSafetensorsInput(Env* env, const std::string& in);
 
 // The request's refusals, in order: kInvalidArgument with a message naming
 // the options in `words`. Errors of looking at the files (a folder that

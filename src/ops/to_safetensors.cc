@@ -11,9 +11,11 @@
 #include "json/writer.h"
 #include "model/hf_folder.h"
 #include "ops/cast.h"
+#include "ops/checkpoint_file.h"
 #include "ops/gather.h"
 #include "ops/plain_values.h"
 #include "ops/shrink.h"
+#include "ops/verify.h"
 #include "safetensors/writer.h"
 #include "torch/cast.h"
 
@@ -40,30 +42,6 @@ std::string Join(const std::vector<std::string>& v) {
 bool SameView(const torch::Tensor& a, const torch::Tensor& b) {
   return a.storage == b.storage && a.storage_offset == b.storage_offset && a.shape == b.shape &&
          a.stride == b.stride && a.dtype == b.dtype;
-}
-
-// The torch checkpoints of a folder: the shards of its torch index, or its
-// pytorch_model.bin. `handled` gets the names that are not copied.
-Result<std::vector<std::string>> FolderInputs(Env* env, const std::string& folder, std::set<std::string>& handled) {
-  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, folder));
-  std::vector<std::string> paths;
-  for (const model::ShardIndex& index : files.indexes) {
-    if (index.path != model::JoinPath(folder, model::kTorchIndexName)) continue;
-    handled.insert(model::kTorchIndexName);
-    for (const std::string& shard : index.Shards()) {
-      paths.push_back(model::JoinPath(folder, shard));
-      handled.insert(shard);
-    }
-    return paths;
-  }
-  if (env->FileExists(model::JoinPath(folder, model::kTorchSingleName))) {
-    handled.insert(model::kTorchSingleName);
-    paths.push_back(model::JoinPath(folder, model::kTorchSingleName));
-    return paths;
-  }
-  return Status::Unsupported(std::string("this folder holds no ") + model::kTorchIndexName + " or " +
-                             model::kTorchSingleName + "; --to safetensors converts torch checkpoints")
-      .WithPath(folder);
 }
 
 // {"k": "v", ...} in the given order.
@@ -144,6 +122,9 @@ safetensors::Metadata BaseMetadata(const std::vector<Input>& inputs, ConvertRepo
   safetensors::Metadata metadata = {{kFormatMetadataKey, kFormatMetadataValue}};
   std::set<std::string> taken = {kFormatMetadataKey, kTiedMetadataKey};
   for (const Input& in : inputs) {
+    // A safetensors input's own __metadata__ is carried, its format entry replaced.
+    for (const auto& [key, text] : in.metadata)
+      if (taken.insert(key).second) metadata.emplace_back(key, text);
     PlainValues values = CollectPlainValues(in.ckpt);
     for (auto& [key, text] : values.entries) {
       if (taken.insert(key).second) {
@@ -166,20 +147,48 @@ class FileWriter {
       : inputs_(inputs), options_(options), gatherer_(options.buffer_bytes),
         cast_(std::max<size_t>(options.buffer_bytes, 64) * 4), total_(total) {}
 
+  // Writes `path` ("-" standard output, "X.zst" compressed: io::OpenNamedOutput).
   Status Write(Env* env, const std::string& path, const safetensors::Layout& layout,
-               const std::vector<const Item*>& by_spec) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
-    safetensors::StreamWriter writer(layout, *sink);
+               const std::vector<const Item*>& by_spec, ConvertReport& report) {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> out, io::OpenNamedOutput(env, path, options_.zstd));
+    safetensors::StreamWriter writer(layout, *out->sink());
     Status s = writer.WriteHeader();
     for (size_t i = 0; s.ok() && i < layout.tensors.size(); ++i)
       s = WriteTensor(writer, layout.tensors[i], *by_spec[layout.tensors[i].input_index]);
     if (s.ok()) s = writer.Finish();
-    if (s.ok()) s = sink->Commit();
+    if (s.ok() && options_.verify) s = Verify(*out, layout, by_spec, report);
+    if (s.ok()) s = out->Commit();
     if (!s.ok()) return s.WithPath(path);
     return Status::OK();
   }
 
  private:
+  // Reads the file written back and compares each tensor with its input's.
+  Status Verify(io::NamedOutput& out, const safetensors::Layout& layout, const std::vector<const Item*>& by_spec,
+                ConvertReport& report) {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, out.OpenWritten());
+    Result<CheckpointFile> written = ReadCheckpointFile(*back, options_.read, SafetensorsGraph::kSkip);
+    if (!written.ok()) return Status(written.status()).WithPath(back->name());
+    const std::vector<torch::Tensor>& tensors = written->ckpt.tensors;  // in name order
+    if (tensors.size() != layout.tensors.size())
+      return Status::Corrupt("holds " + std::to_string(tensors.size()) + " tensors, not " +
+                             std::to_string(layout.tensors.size()))
+          .WithPath(back->name());
+    std::vector<std::byte> buffer(std::max(options_.buffer_bytes, kMinDigestBuffer));
+    for (const safetensors::PlannedTensor& planned : layout.tensors) {
+      auto y = std::lower_bound(tensors.begin(), tensors.end(), planned.name,
+                                [](const torch::Tensor& t, const std::string& name) { return t.name < name; });
+      if (y == tensors.end() || y->name != planned.name)
+        return Status::Corrupt("tensor missing from the file written").WithRecord(planned.name).WithPath(back->name());
+      const Item& item = *by_spec[planned.input_index];
+      const Input& in = inputs_[item.input];
+      ZF_TRY(CompareTensorValues(*in.src, in.ckpt, in.ckpt.tensors[item.tensor], *back, written->ckpt, *y, buffer));
+      report.verified_tensors++;
+      report.verified_bytes += y->nbytes();
+    }
+    return Status::OK();
+  }
+
   Status WriteTensor(safetensors::StreamWriter& writer, const safetensors::PlannedTensor& planned, const Item& item) {
     const Input& in = inputs_[item.input];
     const torch::Tensor& t = in.ckpt.tensors[item.tensor];
@@ -228,7 +237,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   if (folder_input) {
     if (!options.select.empty())
       return Status::InvalidArgument("--select takes one checkpoint file, not a folder").WithPath(input);
-    ZF_ASSIGN_OR_RETURN(paths, FolderInputs(env, input, handled));
+    ZF_ASSIGN_OR_RETURN(paths, FolderCheckpoints(env, input, handled));
   }
   const bool folder = options.folder || folder_input;
 
@@ -318,7 +327,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     }
     report.files.push_back({path, layout->file_size, specs.size()});
     written_names.insert(name);
-    if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec));
+    if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec, report));
   }
   if (!folder) return report;
 

@@ -1,4 +1,5 @@
-// --to safetensors: writing the tensors of torch checkpoints as safetensors
+// --to safetensors: writing the tensors of checkpoints (torch, or safetensors
+// read as ops/checkpoint_file.h models them) as safetensors
 // files, laid out as the reference writer lays them out
 // (safetensors/writer.h), streaming every tensor through bounded buffers.
 //
@@ -24,7 +25,9 @@
 // model.safetensors.index.json. A Hugging Face folder as input (torch shards
 // with pytorch_model.bin.index.json, or pytorch_model.bin) is converted as
 // one model: its tensors are sharded afresh and its other files (config,
-// tokenizer) are copied.
+// tokenizer) are copied. So is a folder of safetensors (model.safetensors.index.json
+// and its shards, or model.safetensors), whose __metadata__ entries are
+// carried into every output file.
 #ifndef ZEROFOLD_OPS_TO_SAFETENSORS_H_
 #define ZEROFOLD_OPS_TO_SAFETENSORS_H_
 
@@ -44,8 +47,8 @@ constexpr const char* kFormatMetadataValue = "pt";
 // Each file is written atomically; the index last, then stale shards of an
 // earlier save in OUT are removed. Errors carry the path and the record:
 //   kUnsupported  a tensor whose dtype safetensors has no code for
-//                 (complex128, quantized, float8 *fnuz), big-endian data, a
-//                 folder whose checkpoints are safetensors already;
+//                 (complex128, quantized, float8 *fnuz), big-endian data;
+//   kNotFound     a folder without checkpoints;
 //   kInvalidArgument  a name that two input files both hold, --select with a
 //                 folder input;
 // and the readers' and writers' errors. Unsafe globals are not refused (no

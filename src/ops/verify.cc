@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/checked_math.h"
+#include "ops/checkpoint_file.h"
 #include "ops/select.h"
 
 namespace zerofold::ops {
@@ -206,6 +207,25 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
   return hasher.Digest();
 }
 
+Status CompareTensorValues(const RandomSource& a, const torch::Checkpoint& ckpt_a, const torch::Tensor& x,
+                           const RandomSource& b, const torch::Checkpoint& ckpt_b, const torch::Tensor& y,
+                           std::span<std::byte> buffer) {
+  const std::string& path = b.name();
+  if (x.dtype != y.dtype)
+    return Mismatch(x, "dtype " + std::string(torch::Info(y.dtype).name) + ", input " +
+                           std::string(torch::Info(x.dtype).name))
+        .WithPath(path);
+  if (x.shape != y.shape)
+    return Mismatch(x, "shape " + torch::ShapeText(y.shape) + ", input " + torch::ShapeText(x.shape)).WithPath(path);
+  ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
+  ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
+  if (hx != hy)
+    return Mismatch(x, "xxh3-128 of its " + std::to_string(y.nbytes()) + " bytes is " + hy.Hex() + ", input " +
+                           hx.Hex())
+        .WithPath(path);
+  return Status::OK();
+}
+
 Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoint& ckpt_a,
                                    const RandomSource& b, const torch::Checkpoint& ckpt_b,
                                    std::span<std::byte> buffer) {
@@ -221,24 +241,14 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
     Status differs;
     if (x.name != y.name) {
       differs = Mismatch(x, "the output has \"" + y.name + "\" in its place");
-    } else if (x.dtype != y.dtype) {
-      differs = Mismatch(x, "dtype " + std::string(torch::Info(y.dtype).name) + ", input " +
-                                std::string(torch::Info(x.dtype).name));
-    } else if (x.shape != y.shape) {
-      differs = Mismatch(x, "shape " + torch::ShapeText(y.shape) + ", input " + torch::ShapeText(x.shape));
-    } else if (x.stride != y.stride) {
+    } else if (x.dtype == y.dtype && x.shape == y.shape && x.stride != y.stride) {
       differs = Mismatch(x, "stride " + torch::ShapeText(y.stride) + ", input " + torch::ShapeText(x.stride));
     } else if (x.requires_grad != y.requires_grad || x.is_parameter != y.is_parameter ||
                x.quantized != y.quantized) {
       differs = Mismatch(x, "requires_grad, Parameter or quantized flag changed");
     }
     if (!differs.ok()) return differs.WithPath(path);
-    ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
-    ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
-    if (hx != hy)
-      return Mismatch(x, "xxh3-128 of its " + std::to_string(y.nbytes()) + " bytes is " + hy.Hex() + ", input " +
-                             hx.Hex())
-          .WithPath(path);
+    ZF_TRY(CompareTensorValues(a, ckpt_a, x, b, ckpt_b, y, buffer));
     report.tensors++;
     report.bytes += x.nbytes();
   }
@@ -247,13 +257,13 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
 
 Result<VerifyReport> VerifyWritten(const RandomSource& input, const RandomSource& output,
                                    const VerifyOptions& options) {
-  Result<torch::Checkpoint> in = torch::ReadCheckpoint(input, options.read);
+  Result<CheckpointFile> in = ReadCheckpointFile(input, options.read, SafetensorsGraph::kBuild);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
-  if (Status s = SelectSubtree(*in, options.select, options.read); !s.ok()) return s.WithPath(input.name());
+  if (Status s = SelectSubtree(in->ckpt, options.select, options.read); !s.ok()) return s.WithPath(input.name());
   Result<torch::Checkpoint> out = torch::ReadCheckpoint(output, options.read);
   if (!out.ok()) return Status(out.status()).WithPath(output.name());
   std::vector<std::byte> buffer(std::max(options.buffer_bytes, kMinDigestBuffer));
-  return VerifyTensors(input, *in, output, *out, buffer);
+  return VerifyTensors(input, in->ckpt, output, *out, buffer);
 }
 
 }  // namespace zerofold::ops

@@ -68,6 +68,13 @@ constexpr size_t kMinDigestBuffer = 64;
 Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
                              const torch::Tensor& tensor, std::span<std::byte> buffer);
 
+// kCorrupt (path: b's, record: x's name) unless y holds x's values: the
+// same dtype, shape and digest, whatever their layouts; read errors as
+// TensorDigest's.
+Status CompareTensorValues(const RandomSource& a, const torch::Checkpoint& ckpt_a, const torch::Tensor& x,
+                           const RandomSource& b, const torch::Checkpoint& ckpt_b, const torch::Tensor& y,
+                           std::span<std::byte> buffer);
+
 struct VerifyReport {
   size_t tensors = 0;   // tensors compared (a tied tensor counts once per name)
   uint64_t bytes = 0;   // logical bytes compared, the sum of their nbytes

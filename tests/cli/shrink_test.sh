@@ -49,7 +49,6 @@ $hint
 for combo in "- out.pt|a stream ('-', .zst) cannot be re-read" \
              "$views out.pt.zst|a stream ('-', .zst) cannot be re-read" \
              "--dtype bfloat16 $views out.pt|--dtype changes the tensors" \
-             "--to safetensors $views out.safetensors|it compares torch file output only" \
              "$views outdir/|it compares one output file per input file"; do
   read -r -a words <<<"${combo%%|*}"
   run_z shrink --verify "${words[@]}" </dev/null
@@ -57,6 +56,12 @@ for combo in "- out.pt|a stream ('-', .zst) cannot be re-read" \
 $hint
 "
 done
+# safetensors output is verified too (ops/convert.h ConvertOptions::verify).
+run_z shrink --verify --to safetensors "$views" out.safetensors
+expect "--verify --to safetensors" 0 ""
+n=$("$Z" inspect --json out.safetensors | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["files"][0]["tensors"]))')
+grep -qx "verified $n tensors, [0-9]* bytes" "$OUT" || fail "--verify --to safetensors: want $n tensors verified: $(cat "$OUT")"
+rm -f out.safetensors
 run_z frobnicate
 expect "unknown command" 2 "zerofold: unknown command 'frobnicate'
 zerofold: hint: run 'zerofold --help'
