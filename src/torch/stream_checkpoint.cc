@@ -26,6 +26,8 @@ using pickle::Kind;
 
 // Enough to see the tar magic (torch/checkpoint.cc sniffs the same bytes).
 constexpr size_t kSniffBytes = kTarMagicOffset + 8;
+// safetensors: header: the u64 length before the JSON.
+constexpr size_t kSafetensorsLengthBytes = 8;
 // The first look at a legacy pickle; grown fourfold while it is truncated.
 constexpr size_t kFirstPickleChunk = 64 << 10;
 // Bytes of storage data passed through per read when skipping.
@@ -142,6 +144,12 @@ Status StreamCheckpointReader::Impl::ReadModel() {
         .WithOffset(0);
   if (text.starts_with(kZipLocalHeaderMagic)) {
     ZF_TRY(ReadZipModel());
+  } else if (text.size() > kSafetensorsLengthBytes && text[kSafetensorsLengthBytes] == '{') {
+    // An 8-byte header length, then the JSON header: a safetensors file,
+    // whose tensors are found by offsets (model::SniffFormat reads files).
+    return Status::Unsupported("a safetensors file, which is read at its tensors' offsets: it cannot come from a "
+                               "stream ('-', .zst); save it to a file first")
+        .WithOffset(0);
   } else if (text.size() >= kTarMagicOffset + kTarMagic.size() &&
              text.substr(kTarMagicOffset, kTarMagic.size()) == kTarMagic) {
     return Status::Unsupported("a tar archive: the format of the earliest torch releases (members storages, "
