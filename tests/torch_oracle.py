@@ -11,6 +11,12 @@ load(path) -> object
     torch.load(..., weights_only=False) with stub modules standing in for every foreign global
     the pickle names (DeepSpeed is not installed). Before any load, the pickle opcodes are
     scanned (pickletools, no unpickling) and the file is refused if it names an unsafe global.
+load_safetensors(path) -> OrderedDict name -> tensor
+    A safetensors file (torch 1.13 reads none) through read_safetensors, this module's
+    strict reader written from the format's specification: the tensors in name order, as
+    safetensors.torch.load_file returns them. read_safetensors(path, writer_layout=True)
+    -> SafetensorsFile(metadata, tensors, header_size) also checks the reference writer's
+    layout; FormatError for anything the specification forbids.
 load_info(path) -> Loaded(obj, mode, globals, stubbed, format)
     The same, and how: mode is "weights_only" or "stubbed" (the second path; `stubbed` lists
     the globals that got stubs, possibly none, e.g. when only builtins.set blocked weights_only).
@@ -77,6 +83,7 @@ import math
 import pickle
 import pickletools
 import re
+import struct
 import sys
 import tarfile
 import types
@@ -564,6 +571,153 @@ def load_info(path: str) -> Loaded:
 
 def load(path: str) -> Any:
     return load_info(path).obj
+
+
+# ---------------------------------------------------------------------------------------
+# safetensors: a strict reader, from the specification (huggingface/safetensors README,
+# "Format"), not from zerofold; torch 1.13 has no safetensors reader of its own:
+#   8 bytes: N, u64 little-endian; N bytes: a UTF-8 JSON object starting with "{", possibly
+#   padded with spaces; the rest: the byte buffer. Each tensor: {"dtype", "shape",
+#   "data_offsets": [BEGIN, END]} relative to the buffer; "__metadata__" a str -> str map;
+#   no duplicate keys; the buffer entirely indexed, without holes (the reference validates
+#   sorted offsets: each BEGIN is the previous END, the last END the buffer's length);
+#   END - BEGIN = numel x element size; the reference refuses headers over 100,000,000 bytes.
+
+MAX_HEADER = 100_000_000
+# The reference's Dtype enum in declaration order (its writer sorts by it, descending):
+# code -> bits per element.
+DTYPES = collections.OrderedDict([
+    ("BOOL", 8), ("F4", 4), ("F6_E2M3", 6), ("F6_E3M2", 6), ("U8", 8), ("I8", 8),
+    ("F8_E5M2", 8), ("F8_E4M3", 8), ("F8_E8M0", 8), ("I16", 16), ("U16", 16), ("F16", 16),
+    ("BF16", 16), ("I32", 32), ("U32", 32), ("F32", 32), ("C64", 64), ("F64", 64),
+    ("I64", 64), ("U64", 64),
+])
+DTYPE_RANK = {code: i for i, code in enumerate(DTYPES)}
+TORCH_OF = {
+    "BOOL": torch.bool, "U8": torch.uint8, "I8": torch.int8, "I16": torch.int16,
+    "F16": torch.float16, "BF16": torch.bfloat16, "I32": torch.int32, "F32": torch.float32,
+    "C64": torch.complex64, "F64": torch.float64, "I64": torch.int64,
+}
+CODE_OF = {v: k for k, v in TORCH_OF.items()}
+
+
+class FormatError(Exception):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = collections.OrderedDict()
+    for k, v in pairs:
+        if k in out:
+            raise FormatError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _no_constants(name):
+    raise FormatError(f"{name} is not JSON")
+
+
+def _is_count(x):
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+class SafetensorsFile(collections.namedtuple("SafetensorsFile", "metadata tensors header_size")):
+    """metadata: dict or None; tensors: OrderedDict name -> (code, shape, bytes) in header order."""
+
+    def tensor(self, name):
+        code, shape, data = self.tensors[name]
+        dt = TORCH_OF[code]
+        if not data:
+            return torch.empty(shape, dtype=dt)
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dt).reshape(shape)
+
+
+def read_safetensors(path, writer_layout=True):
+    """Parses and validates a file; writer_layout adds the reference writer's layout rules
+    (header size a multiple of 8, __metadata__ first, tensors ordered by dtype rank
+    descending then name, data in that order)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        raise FormatError("shorter than the 8-byte header size")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if n > MAX_HEADER:
+        raise FormatError(f"header of {n} bytes is over the limit")
+    if 8 + n > len(blob):
+        raise FormatError(f"header of {n} bytes runs past the file's {len(blob)} bytes")
+    raw = blob[8:8 + n]
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"header is not UTF-8: {e}")
+    if not text.startswith("{"):
+        raise FormatError("header does not start with {")
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    try:
+        header, end = decoder.raw_decode(text)
+    except ValueError as e:
+        raise FormatError(f"header is not JSON: {e}")
+    if text[end:].strip(" ") != "":
+        raise FormatError(f"header has {text[end:]!r} after the JSON object")
+    if not isinstance(header, dict):
+        raise FormatError("header is not an object")
+    metadata = header.get("__metadata__")
+    if metadata is not None:
+        if not isinstance(metadata, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise FormatError("__metadata__ is not a str -> str map")
+    buffer = blob[8 + n:]
+    entries = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+            raise FormatError(f"{name!r}: entry {info!r} is not dtype, shape, data_offsets")
+        code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if code not in DTYPES:
+            raise FormatError(f"{name!r}: unknown dtype {code!r}")
+        if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+            raise FormatError(f"{name!r}: bad shape {shape!r}")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets):
+            raise FormatError(f"{name!r}: bad data_offsets {offsets!r}")
+        numel = 1
+        for d in shape:
+            numel *= d
+        bits = numel * DTYPES[code]
+        if bits % 8:
+            raise FormatError(f"{name!r}: {bits} bits is not whole bytes")
+        if offsets[1] - offsets[0] != bits // 8:
+            raise FormatError(f"{name!r}: data_offsets {offsets} for {bits // 8} bytes")
+        entries.append((name, code, shape, offsets))
+    start = 0
+    for name, code, shape, (b, e) in sorted(entries, key=lambda x: (x[3][0], x[3][1])):
+        if b != start or e < b:
+            raise FormatError(f"{name!r}: data_offsets [{b}, {e}] leave a hole or overlap at {start}")
+        start = e
+    if start != len(buffer):
+        raise FormatError(f"tensors index {start} of the buffer's {len(buffer)} bytes")
+    if writer_layout:
+        if n % 8:
+            raise FormatError(f"header size {n} is not a multiple of 8")
+        keys = list(header)
+        if metadata is not None and keys[0] != "__metadata__":
+            raise FormatError("__metadata__ is not first")
+        order = sorted(entries, key=lambda x: (-DTYPE_RANK[x[1]], x[0].encode("utf-8")))
+        if [x[0] for x in order] != [x[0] for x in entries]:
+            raise FormatError("tensors are not in the reference writer's order")
+        if [x[3] for x in order] != sorted(x[3] for x in order):
+            raise FormatError("data is not in header order")
+    tensors = collections.OrderedDict(
+        (name, (code, shape, buffer[b:e])) for name, code, shape, (b, e) in entries)
+    return SafetensorsFile(metadata, tensors, n)
+
+
+def load_safetensors(path: str) -> "collections.OrderedDict[str, torch.Tensor]":
+    """The tensors of a safetensors file (read_safetensors, any valid layout) as
+    safetensors.torch.load_file returns them: name -> tensor, in name order."""
+    f = read_safetensors(path, writer_layout=False)
+    return collections.OrderedDict((name, f.tensor(name)) for name in sorted(f.tensors))
 
 
 # ---------------------------------------------------------------------------------------
