@@ -42,6 +42,8 @@ describe(obj) -> dict (JSON-able)
     leaf: name, path, type (Python type name), value (JSON form: see _leaf_value).
     object: name, path, global ("module.Class") for each stub object.
     storages: id, nbytes, dtype, referenced_nbytes (see storage_usage).
+named_tensors(obj) -> OrderedDict name -> tensor
+    The tensors describe() lists, by name (first of a repeated name).
 view_extent(shape, stride, offset, element_bits) -> (begin, end) | None
     Byte extent of a view: offset .. offset + sum((size_i-1)*stride_i) + 1 elements, in bytes
     (packed sub-byte dtypes: the bytes holding those elements); None for an empty tensor (a
@@ -828,6 +830,7 @@ def _path_elem(key: Any) -> Any:
 class _Describer:
     def __init__(self):
         self.tensors: List[dict] = []
+        self.tensor_values: List[torch.Tensor] = []  # parallel to tensors
         self.leaves: List[dict] = []
         self.objects: List[dict] = []
         self.storage_ids: Dict[int, str] = {}
@@ -868,6 +871,7 @@ class _Describer:
             entry["quantized"] = {"qscheme": str(t.qscheme()).replace("torch.", ""),
                                   "scale": t.q_scale(), "zero_point": t.q_zero_point()}
         self.tensors.append(entry)
+        self.tensor_values.append(t)
 
     def walk(self, path: List[Any], x: Any) -> None:
         if isinstance(x, torch.Tensor):
@@ -922,6 +926,17 @@ def describe(obj: Any) -> dict:
         storages.append(dict(s, referenced_nbytes=usage.get(sid, 0)))
     return {"tensors": d.tensors, "leaves": d.leaves, "objects": d.objects,
             "storages": storages}
+
+
+def named_tensors(obj: Any) -> "collections.OrderedDict[str, torch.Tensor]":
+    """Every tensor of a loaded tree under its describe() name, in describe() order (a name
+    reached twice keeps its first tensor)."""
+    d = _Describer()
+    d.walk([], obj)
+    out = collections.OrderedDict()
+    for entry, t in zip(d.tensors, d.tensor_values):
+        out.setdefault(entry["name"], t)
+    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,8 +48,10 @@ constexpr const char* kShrinkHelp =
     "forward pass, which works for archives laid out as torch.save writes them;\n"
     "the output is the same bytes as from a file path. Binary output to a\n"
     "terminal is refused.\n"
-    "Output (--to, --max-shard-size, --dtype, --select): OUT is a folder when IN\n"
-    "is one, OUT is an existing folder, or OUT ends with '/'. A folder gets\n"
+    "Output (--to, --max-shard-size, --dtype, --select): OUT is a folder when it\n"
+    "is an existing folder or ends with '/', or when IN is a folder and OUT's\n"
+    "name has no checkpoint extension (.bin .pt .pth .ckpt .safetensors; a\n"
+    "folder IN gives one file only with --to safetensors). A folder gets\n"
     "transformers' layout: pytorch_model.bin or model.safetensors, or past\n"
     "--max-shard-size HF shards (pytorch_model-00001-of-0000N.bin,\n"
     "model-00001-of-0000N.safetensors) and an index. safetensors output writes\n"
@@ -78,8 +79,10 @@ constexpr const char* kConvertHelp =
     "and its shards, or one pytorch_model.bin or model.safetensors).\n"
     "The output format is --to, else OUT's extension: .safetensors, or .bin,\n"
     ".pt, .pth, .ckpt for torch (a trailing .zst is ignored); a folder OUT needs\n"
-    "--to. OUT is a folder when IN is one, OUT is an existing folder, or OUT\n"
-    "ends with '/', written in transformers' layout (see shrink --help).\n"
+    "--to. OUT is a folder when it is an existing folder or ends with '/', or\n"
+    "when IN is a folder and OUT has none of those extensions; a folder is\n"
+    "written in transformers' layout (see shrink --help). A folder IN gives one\n"
+    "safetensors file for an OUT named X.safetensors.\n"
     "\n"
     "torch output: every tensor in exactly sized storage, tied weights sharing\n"
     "one storage, as shrink writes it (legacy input becomes a zip archive);\n"
@@ -137,20 +140,6 @@ std::vector<FlagSpec> ShrinkFlags() {
 }
 
 const std::vector<FlagSpec> kShrinkFlags = ShrinkFlags();
-
-// convert's output format when --to is not given: from OUT's extension
-// (a trailing .zst ignored); nullopt when it names none.
-std::optional<bool> SafetensorsByName(std::string out) {
-  if (io::IsZstdName(out)) out.resize(out.size() - io::kZstdSuffix.size());
-  auto ends = [&](const char* ext) {
-    const size_t n = std::strlen(ext);
-    return out.size() > n && out.compare(out.size() - n, n, ext) == 0;
-  };
-  if (ends(".safetensors")) return true;
-  for (const char* ext : {".bin", ".pt", ".pth", ".ckpt"})
-    if (ends(ext)) return false;
-  return std::nullopt;
-}
 
 void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
@@ -245,11 +234,11 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
       return UsageError(command, "--to takes torch or safetensors, not '" + *to + "'");
     request.to_safetensors = *to == "safetensors";
   } else if (convert) {
-    std::optional<bool> by_name = SafetensorsByName(out);
+    std::optional<ops::ShardFormat> by_name = ops::FormatByName(out);
     if (!by_name)
       return UsageError(command, "cannot tell the output format from '" + out +
                                      "': add --to torch or --to safetensors");
-    request.to_safetensors = *by_name;
+    request.to_safetensors = *by_name == ops::ShardFormat::kSafetensors;
   }
   if (auto name = args.Value("dtype")) {
     options.dtype = ops::ParseCastTarget(*name);

@@ -18,8 +18,20 @@ std::string Str(const char* s) { return s; }
 
 }  // namespace
 
+std::optional<ShardFormat> FormatByName(std::string name) {
+  if (io::IsZstdName(name)) name.resize(name.size() - io::kZstdSuffix.size());
+  auto ends = [&](std::string_view ext) {
+    return name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (ends(".safetensors")) return ShardFormat::kSafetensors;
+  for (std::string_view ext : {".bin", ".pt", ".pth", ".ckpt"})
+    if (ends(ext)) return ShardFormat::kTorch;
+  return std::nullopt;
+}
+
 bool OutputIsFolder(Env* env, const std::string& in, const std::string& out) {
-  return env->IsDirectory(in) || env->IsDirectory(out) || (!out.empty() && out.back() == '/');
+  return env->IsDirectory(out) || (!out.empty() && out.back() == '/') ||
+         (env->IsDirectory(in) && !FormatByName(out));
 }
 
 Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
@@ -89,6 +101,9 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   if (!r.to_safetensors && shards && in_folder)
     return Refuse(Str("a torch folder keeps its shards; re-shard with ") + w.to_safetensors);
   if (in_folder && stream_out) return Refuse("IN is a folder, so OUT must be a folder, not '" + r.out + "'");
+  if (in_folder && !folder && !r.to_safetensors)
+    return Refuse(Str("IN is a folder, whose torch shards are written into a folder: end OUT with '/' (") +
+                  w.to_safetensors + " writes one file)");
   return Status::OK();
 }
 

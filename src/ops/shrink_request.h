@@ -52,8 +52,13 @@ inline constexpr RequestWords kFlagWords = {"use",      "--verify", "--dry-run",
 inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",        "in_place",       "force",
                                               "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied"};
 
-// OUT is written as a folder in transformers' layout when IN is a folder,
-// OUT is an existing folder, or OUT ends with '/'.
+// The format a file name says: ".safetensors" safetensors; ".bin", ".pt",
+// ".pth", ".ckpt" torch; a trailing ".zst" ignored. nullopt for others.
+std::optional<ShardFormat> FormatByName(std::string name);
+
+// OUT is written as a folder in transformers' layout when OUT is an
+// existing folder or ends with '/', or when IN is a folder and OUT's name
+// says no format (FormatByName).
 bool OutputIsFolder(Env* env, const std::string& in, const std::string& out);
 
 // True when `in` holds safetensors checkpoints only: a file that sniffs as

@@ -239,7 +239,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       return Status::InvalidArgument("--select takes one checkpoint file, not a folder").WithPath(input);
     ZF_ASSIGN_OR_RETURN(paths, FolderCheckpoints(env, input, handled));
   }
-  const bool folder = options.folder || folder_input;
+  const bool folder = options.folder;
 
   std::vector<Input> inputs;
   for (const std::string& p : paths) {

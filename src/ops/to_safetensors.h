@@ -24,8 +24,8 @@
 // shards (ops/sharding.h: greedy, tie groups kept together) and
 // model.safetensors.index.json. A Hugging Face folder as input (torch shards
 // with pytorch_model.bin.index.json, or pytorch_model.bin) is converted as
-// one model: its tensors are sharded afresh and its other files (config,
-// tokenizer) are copied. So is a folder of safetensors (model.safetensors.index.json
+// one model: its tensors are sharded afresh and, into a folder, its other
+// files (config, tokenizer) are copied; OUT may also be one file. So is a folder of safetensors (model.safetensors.index.json
 // and its shards, or model.safetensors), whose __metadata__ entries are
 // carried into every output file.
 #ifndef ZEROFOLD_OPS_TO_SAFETENSORS_H_
