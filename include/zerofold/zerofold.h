@@ -10,7 +10,7 @@
  *     they are. Bytes handed back are a pointer plus a length.
  *   - Every call that can fail returns a zf_code and takes a zf_error* last,
  *     which may be NULL; the return value alone tells success (ZF_OK).
- *   - Memory the library hands out (zf_inspect_json) is released with
+ *   - Memory the library hands out (zf_inspect_json, zf_diff) is released with
  *     zf_free. Nothing else handed back needs releasing.
  *   - No call throws, prints, exits, installs signal handlers, or keeps
  *     state between calls. Inputs are never modified unless asked
@@ -317,6 +317,34 @@ typedef struct zf_verify_report {
  * the readers' errors with the path of the file that failed. report may be
  * NULL (unspecified on failure). */
 ZF_EXPORT zf_code zf_verify(const char* a, const char* b, zf_verify_report* report, zf_error* err) ZF_NOEXCEPT;
+
+/* ---- diff -------------------------------------------------------------- */
+
+/* What zf_diff found. The fields never change or move. */
+typedef struct zf_diff_report {
+  uint64_t tensors;   /* names in both */
+  uint64_t different; /* of those, tensors that differ (or are not close) */
+  uint64_t only_in_a; /* names only in a */
+  uint64_t only_in_b; /* names only in b */
+  int32_t same;       /* 1 when no name is on one side only and no tensor differs, else 0 */
+} zf_diff_report;
+
+/* Compares `a` and `b` (each a torch file, a safetensors file, or a Hugging
+ * Face model folder) tensor by tensor as `zerofold diff` does (README.md):
+ * by name, dtype, shape and values, streaming in bounded memory. atol and
+ * rtol are tolerances >= 0, or negative for "not given": with neither,
+ * values are compared bit for bit; with either, as torch.allclose (the
+ * other takes its default), and equal_nan nonzero makes NaN close to NaN
+ * (it needs a tolerance). json may be NULL; else *json receives the
+ * `diff --json` document, byte for byte, NUL-terminated, and *json_length
+ * (may be NULL) its length, or *json is NULL on failure; release it with
+ * zf_free. report may be NULL (unspecified on failure).
+ * Returns ZF_OK when the comparison ran, whether or not a and b differ
+ * (report->same says); ZF_E_INVALID_ARGUMENT for a NULL path, a stream name
+ * ("-", .zst), equal_nan without a tolerance, or a NaN tolerance; the
+ * readers' errors with the path of the file that failed. */
+ZF_EXPORT zf_code zf_diff(const char* a, const char* b, double atol, double rtol, int equal_nan,
+                          zf_diff_report* report, char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,7 @@
 #include "capi/error.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace zerofold::capi {
@@ -70,6 +71,15 @@ zf_code SetError(zf_error* err, zf_code code, std::string_view part1, std::strin
   err->path_length = CopyText(err->path, err->path_size, {});
   err->record_length = CopyText(err->record, err->record_size, {});
   return code;
+}
+
+void HandOut(const std::string& text, char** out, size_t* length) {
+  // malloc, so that zf_free (free) releases it; a document may be large.
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.data(), text.size() + 1);
+  *out = copy;
+  if (length != nullptr) *length = text.size();
 }
 
 }  // namespace zerofold::capi

@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <new>
+#include <string>
 #include <string_view>
 
 #include "zerofold/status.h"
@@ -38,6 +39,11 @@ zf_code Guard(zf_error* err, Body&& body) noexcept {
     return SetError(err, ZF_E_INTERNAL, "C++ exception of unknown type inside zerofold");
   }
 }
+
+// Hands `text` out to the caller: a malloc'ed NUL-terminated copy (released
+// with zf_free) at *out, its length at *length unless NULL. Throws
+// std::bad_alloc (Guard makes it ZF_E_NOMEM).
+void HandOut(const std::string& text, char** out, size_t* length);
 
 }  // namespace zerofold::capi
 

@@ -67,12 +67,7 @@ zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_e
     std::string doc;
     Status first;
     ZF_TRY(zerofold::capi::InspectJson(path, &doc, &first));
-    // malloc, so that zf_free (free) releases it; the document may be large.
-    char* copy = static_cast<char*>(std::malloc(doc.size() + 1));
-    if (copy == nullptr) throw std::bad_alloc();
-    std::memcpy(copy, doc.data(), doc.size() + 1);
-    *json = copy;
-    if (json_length != nullptr) *json_length = doc.size();
+    zerofold::capi::HandOut(doc, json, json_length);
     return first;
   });
 }

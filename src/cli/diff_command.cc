@@ -10,9 +10,8 @@
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
 #include "cli/report.h"
-#include "cli/shrink_convert.h"
-#include "model/listing_json.h"
 #include "ops/diff.h"
+#include "ops/diff_json.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -99,85 +98,6 @@ void PrintText(const ops::DiffReport& r, bool close_mode) {
               close_mode ? "close" : "equal", r.different, r.only_a.size(), r.only_b.size());
 }
 
-void WriteInts(json::Writer& w, const std::vector<int64_t>& v) {
-  w.BeginArray();
-  for (int64_t x : v) w.Int(x);
-  w.EndArray();
-}
-
-std::string Json(const ops::DiffReport& r, const ops::DiffOptions& o) {
-  json::Writer w = model::NewJsonWriter();
-  w.BeginObject();
-  w.Key("same");
-  w.Bool(r.same());
-  w.Key("mode");
-  w.String(o.close_mode() ? "close" : "exact");
-  if (o.close_mode()) {
-    w.Key("atol");
-    w.Double(o.atol.value_or(ops::kDefaultAtol));
-    w.Key("rtol");
-    w.Double(o.rtol.value_or(ops::kDefaultRtol));
-    w.Key("equal_nan");
-    w.Bool(o.equal_nan);
-  }
-  WriteStrings(w, "files_a", r.files_a);
-  WriteStrings(w, "files_b", r.files_b);
-  WriteStrings(w, "only_in_a", r.only_a);
-  WriteStrings(w, "only_in_b", r.only_b);
-  w.Key("different");
-  w.Uint(r.different);
-  w.Key("tensors");
-  w.BeginArray();
-  for (const ops::TensorDiff& d : r.tensors) {
-    w.BeginObject();
-    w.Key("name");
-    w.String(d.name);
-    w.Key("same");
-    w.Bool(d.same);
-    w.Key("dtype");
-    w.BeginArray();
-    w.String(torch::Info(d.dtype_a).name);
-    w.String(torch::Info(d.dtype_b).name);
-    w.EndArray();
-    w.Key("shape");
-    w.BeginArray();
-    WriteInts(w, d.shape_a);
-    WriteInts(w, d.shape_b);
-    w.EndArray();
-    w.Key("values_compared");
-    w.Bool(d.values_compared);
-    w.Key("xxh3_128");
-    if (d.digest_a && d.digest_b) {
-      w.BeginArray();
-      w.String(d.digest_a->Hex());
-      w.String(d.digest_b->Hex());
-      w.EndArray();
-    } else {
-      w.Null();
-    }
-    if (d.values_compared) {
-      w.Key("numel");
-      w.Uint(d.numel);
-      w.Key("differing");
-      w.Uint(d.differing);
-      w.Key("first_index");
-      if (d.differing > 0 && (!d.first_index.empty() || d.shape_a.empty())) WriteInts(w, d.first_index);
-      else w.Null();
-      if (d.numeric) {
-        w.Key("max_abs_diff");
-        w.Double(d.max_abs_diff);
-        w.Key("max_rel_diff");
-        w.Double(d.max_rel_diff);
-      }
-    }
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  Result<std::string> text = w.Finish();
-  return text.ok() ? *text : std::string("{}");
-}
-
 // A tolerance: a finite number >= 0.
 bool ParseTolerance(const std::string& text, double* out) {
   char* end = nullptr;
@@ -219,7 +139,11 @@ int RunDiff(const std::vector<std::string>& argv) {
     CommandFailed(report.status(), as_json);
     return DiffExitCode(report.status());
   }
-  if (as_json) std::printf("%s\n", Json(*report, options).c_str());
+  if (as_json) {
+    Result<std::string> doc = ops::DiffReportJson(*report, options);
+    if (!doc.ok()) return CommandFailed(doc.status(), false);
+    std::fputs(doc->c_str(), stdout);
+  }
   else if (!args.Has("quiet")) PrintText(*report, options.close_mode());
   return report->same() ? kExitOk : kExitBadInput;
 }

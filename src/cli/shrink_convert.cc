@@ -9,13 +9,6 @@
 
 namespace zerofold::cli {
 
-void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v) {
-  w.Key(key);
-  w.BeginArray();
-  for (const std::string& s : v) w.String(s);
-  w.EndArray();
-}
-
 void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Key("verified_tensors");
   w.Uint(tensors);
@@ -48,7 +41,7 @@ std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
   w.BeginObject();
   w.Key("dry_run");
   w.Bool(dry_run);
-  WriteStrings(w, "inputs", r.inputs);
+  model::WriteStringArray(w, "inputs", r.inputs);
   w.Key("input_bytes");
   w.Uint(r.input_bytes);
   w.Key("files");
@@ -69,8 +62,8 @@ std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
   else w.String(r.index);
   w.Key("total_size");
   w.Uint(r.total_size);
-  WriteStrings(w, "copied", r.copied);
-  WriteStrings(w, "removed", r.removed);
+  model::WriteStringArray(w, "copied", r.copied);
+  model::WriteStringArray(w, "removed", r.removed);
   if (r.verified_tensors > 0) WriteVerified(w, r.verified_tensors, r.verified_bytes);
   w.Key("warnings");
   w.BeginArray();

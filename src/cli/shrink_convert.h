@@ -17,8 +17,6 @@ namespace zerofold::cli {
 // output carries the data (to_stdout).
 void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet, bool to_stdout);
 
-// "key": [strings...] in an object of a --json document.
-void WriteStrings(json::Writer& w, const char* key, const std::vector<std::string>& v);
 // "verified_tensors": N, "verified_bytes": M (--verify's totals).
 void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes);
 

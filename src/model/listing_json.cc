@@ -42,6 +42,13 @@ JsonFiles::JsonFiles() : w_(NewJsonWriter()) {
   w_.BeginArray();
 }
 
+void WriteStringArray(json::Writer& w, std::string_view key, const std::vector<std::string>& values) {
+  w.Key(key);
+  w.BeginArray();
+  for (const std::string& v : values) w.String(v);
+  w.EndArray();
+}
+
 void WriteJsonError(json::Writer& w, const Status& status) {
   w.BeginObject();
   w.Key("code");

@@ -5,6 +5,8 @@
 #define ZEROFOLD_MODEL_LISTING_JSON_H_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "json/writer.h"
 #include "model/listing.h"
@@ -31,6 +33,9 @@ class JsonFiles {
  private:
   json::Writer w_;
 };
+
+// Writes "key": [strings...] in an object.
+void WriteStringArray(json::Writer& w, std::string_view key, const std::vector<std::string>& values);
 
 // Writes {"code":..., "record":..., "offset":..., "message":...}.
 void WriteJsonError(json::Writer& w, const Status& status);

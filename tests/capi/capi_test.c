@@ -718,6 +718,58 @@ static void test_verify(void) {
   CHECK_CODE(zf_verify(views, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
 }
 
+/* zf_diff(a, b) with tolerances, as the CLI's `diff --json [flags] a b`: the report, and
+ * the document byte for byte. */
+static void check_diff(const char* a, const char* b, double atol, double rtol, const char* flags,
+                       int same, uint64_t tensors, uint64_t different) {
+  zf_diff_report r;
+  memset(&r, 0xff, sizeof r);
+  char* json = NULL;
+  size_t len = 0;
+  CHECK_CODE(zf_diff(a, b, atol, rtol, 0, &r, &json, &len, NULL), ZF_OK);
+  CHECK_EQ_U64(r.same, same);
+  CHECK_EQ_U64(r.tensors, tensors);
+  CHECK_EQ_U64(r.different, different);
+  CHECK_EQ_U64(r.only_in_a, 0);
+  CHECK_EQ_U64(r.only_in_b, 0);
+  CHECK_EQ_U64(run_cli(fmt("diff --json %s '%s' '%s'", flags, a, b)), same ? 0 : 1);
+  size_t want_len = 0;
+  char* want = read_all(fmt("%s/cli.out", tmp), &want_len);
+  CHECK(json != NULL && want != NULL);
+  CHECK_EQ_U64(len, want_len);
+  if (json != NULL && want != NULL) {
+    CHECK(memcmp(json, want, want_len) == 0 && json[len] == '\0');
+    if (strcmp(json, want) != 0) printf("  zf_diff: %s\n  CLI:     %s\n", json, want);
+  }
+  free(want);
+  zf_free(json);
+}
+
+static void test_diff(void) {
+  PATH(views, "%s/torch/views.pt", fixtures);
+  PATH(state_dict, "%s/torch/state_dict.pt", fixtures);
+  PATH(cast, "%s/state_dict_bf16.pt", tmp); /* written by test_verify */
+  check_diff(views, views, -1, -1, "", 1, 6, 0);
+  check_diff(views, fmt("%s/views_small.pt", tmp), -1, -1, "", 1, 6, 0);
+  check_diff(state_dict, cast, -1, -1, "", 0, 9, 8);  /* 8 float32 tensors cast, the int64 one kept */
+  check_diff(state_dict, cast, -1, 0.01, "--rtol 0.01", 1, 9, 0);
+  zf_diff_report r;
+  CHECK_CODE(zf_diff(views, views, -1, -1, 0, &r, NULL, NULL, NULL), ZF_OK);
+  CHECK_EQ_U64(r.same, 1);
+
+  error_buffers b;
+  CHECK_CODE(zf_diff(views, NULL, -1, -1, 0, NULL, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK_CODE(zf_diff(views, views, -1, -1, 1, NULL, NULL, NULL, error_init(&b, sizeof b.message)),
+             ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "equal_nan needs a tolerance (atol or rtol >= 0)");
+  CHECK_CODE(zf_diff(views, "-", -1, -1, 0, NULL, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  char* json = (char*)1;
+  CHECK_CODE(zf_diff(fmt("%s/no_such.pt", tmp), views, -1, -1, 0, NULL, &json, NULL, error_init(&b, sizeof b.message)),
+             ZF_E_NOT_FOUND);
+  CHECK(json == NULL);
+  CHECK_STR(b.path, fmt("%s/no_such.pt", tmp));
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) cli = argv[1];
   else if (getenv("ZEROFOLD") != NULL) cli = getenv("ZEROFOLD");
@@ -735,6 +787,7 @@ int main(int argc, char** argv) {
   test_merge();
   test_inspect();
   test_verify();
+  test_diff();
   sh(fmt("rm -rf '%s'", tmp));
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
