@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -30,6 +31,41 @@ struct Value {
 
 double F32(uint32_t bits) { return static_cast<double>(std::bit_cast<float>(bits)); }
 
+// The float8 formats (OCP FP8 and the fnuz variants of ml_dtypes, as torch
+// names them): sign, exp_bits, man_bits, bias, and how the top codes are spent.
+struct Float8Format {
+  int exp_bits;
+  int man_bits;
+  int bias;
+  enum Specials { kIeee, kFn, kFnuz } specials;  // inf+NaN at the top exponent; NaN S.1111.111; NaN 0x80
+};
+
+double Float8(uint8_t b, const Float8Format& f) {
+  const bool negative = (b & 0x80) != 0;
+  const int e = (b >> f.man_bits) & ((1 << f.exp_bits) - 1);
+  const int m = b & ((1 << f.man_bits) - 1);
+  const int top = (1 << f.exp_bits) - 1;
+  if (f.specials == Float8Format::kFnuz && b == 0x80) return std::numeric_limits<double>::quiet_NaN();
+  if (f.specials == Float8Format::kIeee && e == top)
+    return m != 0 ? std::numeric_limits<double>::quiet_NaN()
+                  : (negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+  if (f.specials == Float8Format::kFn && e == top && m == (1 << f.man_bits) - 1)
+    return std::numeric_limits<double>::quiet_NaN();
+  const double v = e == 0 ? std::ldexp(m, 1 - f.bias - f.man_bits)
+                          : std::ldexp(1.0 + std::ldexp(m, -f.man_bits), e - f.bias);
+  return negative ? -v : v;
+}
+
+constexpr Float8Format kE4M3FN = {4, 3, 7, Float8Format::kFn};
+constexpr Float8Format kE5M2 = {5, 2, 15, Float8Format::kIeee};
+constexpr Float8Format kE4M3FNUZ = {4, 3, 8, Float8Format::kFnuz};
+constexpr Float8Format kE5M2FNUZ = {5, 2, 16, Float8Format::kFnuz};
+
+// float8_e8m0fnu: an unsigned exponent, 2^(e - 127); 0xFF is NaN.
+double Float8E8M0(uint8_t b) {
+  return b == 0xFF ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, b - 127);
+}
+
 // True for the dtypes whose elements decode to numbers here.
 bool IsNumeric(torch::DType d) {
   using torch::DType;
@@ -39,6 +75,8 @@ bool IsNumeric(torch::DType d) {
     case DType::kInt64: case DType::kInt32: case DType::kInt16: case DType::kInt8:
     case DType::kUInt8: case DType::kUInt16: case DType::kUInt32: case DType::kUInt64:
     case DType::kBool:
+    case DType::kFloat8E4M3FN: case DType::kFloat8E5M2: case DType::kFloat8E4M3FNUZ: case DType::kFloat8E5M2FNUZ:
+    case DType::kFloat8E8M0FNU:
       return true;
     default:
       return false;
@@ -67,6 +105,11 @@ Value Decode(torch::DType d, const std::byte* p) {
     case DType::kUInt32: return {static_cast<double>(io::DecodeU32le(p)), 0};
     case DType::kUInt64: return {static_cast<double>(io::DecodeU64le(p)), 0};
     case DType::kBool: return {p[0] != std::byte{0} ? 1.0 : 0.0, 0};
+    case DType::kFloat8E4M3FN: return {Float8(std::to_integer<uint8_t>(p[0]), kE4M3FN), 0};
+    case DType::kFloat8E5M2: return {Float8(std::to_integer<uint8_t>(p[0]), kE5M2), 0};
+    case DType::kFloat8E4M3FNUZ: return {Float8(std::to_integer<uint8_t>(p[0]), kE4M3FNUZ), 0};
+    case DType::kFloat8E5M2FNUZ: return {Float8(std::to_integer<uint8_t>(p[0]), kE5M2FNUZ), 0};
+    case DType::kFloat8E8M0FNU: return {Float8E8M0(std::to_integer<uint8_t>(p[0])), 0};
     default: return {};
   }
 }

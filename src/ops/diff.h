@@ -25,7 +25,7 @@
 //     them different).
 // Per tensor compared by value: the number of elements that differ (not
 // bit-equal, or not close), the first one's index (per dim), and, for
-// numeric dtypes (floating, complex, integer, bool), the largest |a - b|
+// numeric dtypes (floating, float8 included, complex, integer, bool), the largest |a - b|
 // and |a - b| / |b| over the pairs where both are finite (for the relative
 // difference, also b != 0), in float64: integers past 2^53 round.
 // Quantized, packed and bits dtypes compare their bytes only (by digest

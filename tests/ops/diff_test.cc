@@ -290,6 +290,46 @@ TEST_CASE("diff: integers, half precision, complex and scalars") {
   CHECK(cd_close->same);
 }
 
+TEST_CASE("diff: float8 values decode as their formats say") {
+  // Per format: codes and their values (ml_dtypes' tables): 1.0, the largest finite, a
+  // subnormal, and NaN/inf codes.
+  struct Case {
+    DType dtype;
+    uint8_t a, b;  // codes
+    double abs;    // |value(a) - value(b)|, or -1: b is NaN or inf (not finite)
+  };
+  const Case cases[] = {
+      {DType::kFloat8E4M3FN, 0x38, 0x7E, 447.0},        // 1.0, 448
+      {DType::kFloat8E4M3FN, 0x38, 0x01, 1.0 - 1.0 / 512},  // 1.0, 2^-9
+      {DType::kFloat8E4M3FN, 0x38, 0x7F, -1},           // NaN
+      {DType::kFloat8E5M2, 0x3C, 0x7B, 57343.0},        // 1.0, 57344
+      {DType::kFloat8E5M2, 0x3C, 0x7C, -1},             // inf
+      {DType::kFloat8E4M3FNUZ, 0x40, 0x7F, 239.0},      // 1.0, 240
+      {DType::kFloat8E4M3FNUZ, 0x40, 0x80, -1},         // NaN
+      {DType::kFloat8E5M2FNUZ, 0x40, 0xC0, 2.0},        // 1.0, -1.0
+      {DType::kFloat8E8M0FNU, 0x7F, 0x81, 3.0},         // 1.0, 4.0
+      {DType::kFloat8E8M0FNU, 0x7F, 0xFF, -1},          // NaN
+  };
+  for (const Case& c : cases) {
+    CAPTURE(static_cast<int>(c.dtype));
+    CAPTURE(static_cast<int>(c.b));
+    Side a = MakeSide({std::byte{c.a}}, {{"f", 0, c.dtype, {1}, {1}, 0}});
+    Side b = MakeSide({std::byte{c.b}}, {{"f", 0, c.dtype, {1}, {1}, 0}});
+    Result<TensorDiff> d = DiffTensor(a.Ref(), b.Ref(), CloseOpts(0, 0));
+    REQUIRE(d.ok());
+    CHECK(d->numeric);
+    CHECK_EQ(d->differing, 1u);
+    CHECK_EQ(d->max_abs_diff, c.abs < 0 ? 0.0 : c.abs);
+  }
+  // Close by value: float8_e4m3fn 1.0 against float32 1.0625 within 0.1.
+  Side f8 = MakeSide({std::byte{0x38}}, {{"f", 0, DType::kFloat8E4M3FN, {1}, {1}, 0}});
+  Side f32 = F32Side({1.0625f}, {1}, "f");
+  Result<TensorDiff> d = DiffTensor(f8.Ref(), f32.Ref(), CloseOpts(0.1, 0));
+  REQUIRE(d.ok());
+  CHECK(d->same);
+  CHECK_EQ(d->max_abs_diff, 0.0625);
+}
+
 TEST_CASE("diff: empty tensors are equal; a view past its storage is corrupt; tiny buffers refused") {
   Side a = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
   Side b = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
