@@ -183,6 +183,21 @@ class ConvertTest(unittest.TestCase):
         for name, t in want.items():
             expect = t.to(torch.float16) if t.dtype in FLOATING else t
             self.assertEqual(oracle.compare_tensors(expect, got16[name], strides=False, where=name), [])
+        # safetensors to safetensors: cast, re-sharded, selected.
+        st16 = self.out("st16") + "/"
+        zf("convert", "--dtype", "bfloat16", "--max-shard-size", "100", "--to", "safetensors", f32, st16)
+        index = load_json(os.path.join(st16, "model.safetensors.index.json"))
+        self.assertGreater(len(set(index["weight_map"].values())), 1)
+        got_st = {}
+        for shard in sorted(set(index["weight_map"].values())):
+            got_st.update(oracle.load_safetensors(os.path.join(st16, shard)))
+        for name, t in want.items():
+            expect = t.to(torch.bfloat16) if t.dtype in FLOATING else t
+            self.assertEqual(oracle.compare_tensors(expect, got_st[name], strides=False, where=name), [])
+        one = self.out("one.safetensors")
+        zf("convert", "--select", "0.weight", f32, one)
+        self.assertEqual(oracle.compare_tensors(want["0.weight"], oracle.load_safetensors(one)[""],
+                                                strides=False), [])
 
 
 def expected_diff(a, b, atol=None, rtol=None, equal_nan=False):
