@@ -36,7 +36,8 @@ constexpr const char* kHelp =
     "                    --rtol as torch.allclose); exit 0 same, 1 different\n"
     "\n"
     "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
-    "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error.\n";
+    "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error\n"
+    "(diff, as cmp: 1 different, 2 usage or bad input).\n";
 
 }  // namespace
 

@@ -69,8 +69,8 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   }
   if (r.in_place && (stream_in || stream_out)) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
   if (!r.in_place && !o.dry_run && !to_stdout && !r.force && env->FileExists(r.out) && !env->IsDirectory(r.out))
-    return Refuse("'" + r.out + "' exists; " + w.set + " " + w.force + " to replace it or " + w.in_place +
-                  " to shrink IN itself");
+    return Refuse("'" + r.out + "' exists; " + w.set + " " + w.force + " to replace it" +
+                  (r.convert ? std::string() : Str(" or ") + w.in_place + " to shrink IN itself"));
   if (!r.in_place && !to_stdout) {
     // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
     // link (files or folders): without in place, the input stays as it is.
@@ -78,7 +78,9 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
     // (ops/convert.h RefuseInputTargets).
     Result<bool> same = r.in == io::kStdioName ? Result<bool>(false) : SameFile(env, r.in, r.out);
     if (!same.ok()) return same.status();
-    if (r.out == r.in || *same) return Refuse(Str("OUT is IN; ") + w.set + " " + w.in_place + " to replace the input");
+    if (r.out == r.in || *same)
+      return Refuse(r.convert ? Str("OUT is IN; convert writes a new file, leaving IN as it is")
+                              : Str("OUT is IN; ") + w.set + " " + w.in_place + " to replace the input");
   }
   const bool in_folder = env->IsDirectory(r.in);
   const bool folder = OutputIsFolder(env, r.in, r.out);

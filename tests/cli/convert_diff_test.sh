@@ -99,11 +99,15 @@ expect "diff legacy.pt" 0 ""
 
 # An existing OUT needs --force.
 run_z convert "$views" views.pt.safetensors
-expect "existing OUT" 2 "zerofold: convert: 'views.pt.safetensors' exists; use --force to replace it or --in-place to shrink IN itself
+expect "existing OUT" 2 "zerofold: convert: 'views.pt.safetensors' exists; use --force to replace it
 $chint
 "
 run_z convert --force "$views" views.pt.safetensors
 expect "--force" 0 ""
+run_z convert --force views.pt.safetensors ./views.pt.safetensors
+expect "OUT is IN" 2 "zerofold: convert: OUT is IN; convert writes a new file, leaving IN as it is
+$chint
+"
 
 # --- streams ------------------------------------------------------------------------------
 "$Z" convert --to safetensors "$views" - >stdout.safetensors 2>report.txt || fail "convert to standard output"
