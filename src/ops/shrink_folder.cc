@@ -52,13 +52,17 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   // The folder's torch checkpoints: its torch index's shards, or its
   // pytorch_model.bin; without either, its safetensors (convert: each
   // shard becomes the torch shard of the same number).
-  const model::ShardIndex* index = nullptr;
-  for (const char* name : {model::kTorchIndexName, model::kSafetensorsIndexName})
+  // The same choice as FolderCheckpoints (ops/convert.h).
+  auto index_named = [&](const char* name) -> const model::ShardIndex* {
     for (const model::ShardIndex& i : files.indexes)
-      if (index == nullptr && i.path == model::JoinPath(input, name)) index = &i;
-  const bool from_safetensors =
-      index != nullptr ? index->path == model::JoinPath(input, model::kSafetensorsIndexName)
-                       : !env->FileExists(model::JoinPath(input, model::kTorchSingleName));
+      if (i.path == model::JoinPath(input, name)) return &i;
+    return nullptr;
+  };
+  const model::ShardIndex* torch_index = index_named(model::kTorchIndexName);
+  const bool torch_single = env->FileExists(model::JoinPath(input, model::kTorchSingleName));
+  const model::ShardIndex* index =
+      torch_index != nullptr || torch_single ? torch_index : index_named(model::kSafetensorsIndexName);
+  const bool from_safetensors = torch_index == nullptr && !torch_single;
   std::vector<std::string> shards;  // the files rewritten, each into output/TorchName(its name)
   if (index != nullptr) {
     for (const std::string& shard : index->Shards()) shards.push_back(model::JoinPath(input, shard));

@@ -148,6 +148,17 @@ t, s = (json.load(open(p)) for p in sys.argv[1:])
 assert t["metadata"]["total_size"] == s["metadata"]["total_size"], (t, s)
 assert {k: v.replace("model-", "pytorch_model-").replace(".safetensors", ".bin") for k, v in s["weight_map"].items()} == t["weight_map"]
 EOF
+# A folder with pytorch_model.bin and a safetensors index is read as its torch checkpoint,
+# by shrink and convert alike (transformers loads pytorch_model.bin first when asked for torch).
+mkdir mixed && cp "$views" mixed/pytorch_model.bin && cp st/model*.safetensors* mixed/
+run_z shrink mixed/ mixed_small/
+expect "shrink of a folder with both formats" 0 ""
+[ -f mixed_small/pytorch_model.bin ] && [ ! -e mixed_small/pytorch_model-00001-of-00004.bin ] ||
+  fail "shrink mixed/: $(ls mixed_small)"
+run_z diff mixed_small/pytorch_model.bin "$views"
+expect "diff of the shrunk pytorch_model.bin" 0 ""
+run_z diff mixed/ "$views"
+expect "diff reads the folder's torch checkpoint" 0 ""
 for pair in "$F/hf/bloated st" "st tf" "tf $F/hf/bloated"; do
   read -r a b <<<"$pair"
   run_z diff "$a" "$b"
