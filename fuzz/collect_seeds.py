@@ -8,6 +8,8 @@ header comment names.
   // fuzz-seeds-pickles: GLOB...  per folder, the data.pkl records of its torch
                                   files one after another: model states
                                   first, then the others in rank order
+  // fuzz-seeds-deflated: GLOB... the raw deflate stream (RFC 1951) of each
+                                  deflated (method 8) entry of each zip file
 
 Globs are relative to the source root. Seeds are named by the SHA-1 of their
 bytes, as libFuzzer names what it adds, so rerunning adds nothing twice.
@@ -17,6 +19,7 @@ import glob
 import hashlib
 import os
 import re
+import struct
 import sys
 import zipfile
 
@@ -32,6 +35,21 @@ def data_pkl(path):
             if info.filename.endswith("/data.pkl") or info.filename == "data.pkl":
                 return z.read(info)
     return None
+
+
+def deflated_streams(path):
+    """The compressed bytes of each method-8 entry of a zip file."""
+    if not zipfile.is_zipfile(path):
+        return
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            if info.compress_type != zipfile.ZIP_DEFLATED:
+                continue
+            f.seek(info.header_offset)
+            local = f.read(30)  # APPNOTE 4.3.7: fixed part of the local header
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            f.seek(info.header_offset + 30 + name_len + extra_len)
+            yield f.read(info.compress_size)
 
 
 def rank_order(name):
@@ -52,6 +70,8 @@ def seeds(kind, pattern):
             pkl = data_pkl(path)
             if pkl is not None:
                 yield pkl
+        elif kind == "fuzz-seeds-deflated":
+            yield from deflated_streams(path)
         elif kind == "fuzz-seeds-pickles":
             files = sorted((p for p in glob.glob(os.path.join(path, "*.pt"))), key=lambda p: rank_order(os.path.basename(p)))
             pkls = [data_pkl(p) for p in files]
@@ -66,7 +86,7 @@ def collect(name, out):
     count = 0
     with open(source) as f:
         for line in f:
-            m = re.match(r"// (fuzz-seeds(?:-pickles?)?): (.*)", line)
+            m = re.match(r"// (fuzz-seeds(?:-pickles?|-deflated)?): (.*)", line)
             if not m:
                 continue
             for pattern in m.group(2).split():
