@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need (Debian 12), builds,
-# and runs every test: doctest unit tests, CLI tests and torch interop tests.
+# and runs every test: doctest unit tests, CLI tests, torch interop tests, and
+# each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(meson ninja-build pkg-config g++ libzstd-dev libxxhash-dev doctest-dev python3-torch python3-numpy zstd)
+PACKAGES=(meson ninja-build pkg-config g++ libzstd-dev libxxhash-dev doctest-dev python3-torch python3-numpy zstd
+          clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -62,6 +64,8 @@ for t in tests/interop/test_*.py; do
   [ -e "$t" ] || continue
   run "interop: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 "$t"
 done
+
+run "fuzz: run_fuzz.sh" bash tests/fuzz/run_fuzz.sh
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -197,7 +197,10 @@ constexpr std::pair<uint64_t, uint16_t> kF64ToBF16Whole[] = {
 
 template <typename In, typename Out, size_t N, typename Fn>
 void CheckTable(const char* name, const std::pair<In, Out> (&table)[N], Fn fn) {
-  for (const auto& [in, want] : table) {
+  for (const auto& row : table) {
+    // Plain references: clang 14 cannot capture structured bindings (CAPTURE).
+    const In& in = row.first;
+    const Out& want = row.second;
     CAPTURE(name);
     CAPTURE(in);
     CHECK_EQ(fn(in), want);

@@ -100,7 +100,10 @@ std::map<std::string, Seen> ReadSafetensors(const std::string& path) {
 void CheckEqualToGroundTruth(const std::map<std::string, Seen>& got, const std::string& fixture) {
   std::map<std::string, Seen> want = ReadTorch(FixtureDir(fixture) + "/ground_truth.pt");
   REQUIRE_EQ(got.size(), want.size());
-  for (const auto& [name, w] : want) {
+  for (const auto& entry : want) {
+    // Plain references: clang 14 cannot capture structured bindings (CAPTURE).
+    const std::string& name = entry.first;
+    const Seen& w = entry.second;
     CAPTURE(name);
     auto g = got.find(name);
     REQUIRE(g != got.end());

@@ -271,7 +271,10 @@ FolderBaseline RunCleanFolder() {
 // Each file of `dir` is absent, equal to `before`, or equal to `after`.
 void CheckEachOldOrNew(const io::MemEnv& mem, const std::string& dir, const std::map<std::string, Bytes>* before,
                        const std::map<std::string, Bytes>& after) {
-  for (const auto& [name, bytes] : after) {
+  for (const auto& entry : after) {
+    // Plain references: clang 14 cannot capture structured bindings (CAPTURE).
+    const std::string& name = entry.first;
+    const Bytes& bytes = entry.second;
     CAPTURE(name);
     std::optional<Bytes> now = mem.GetFile(dir + "/" + name);
     if (!now) {

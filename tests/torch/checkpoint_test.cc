@@ -110,7 +110,10 @@ std::vector<std::pair<std::string, std::string>> ExpectedFiles() {
 TEST_CASE("every fixture reads as real torch loads it: storages, records, offsets, tensor views") {
   std::vector<std::pair<std::string, std::string>> files = ExpectedFiles();
   CHECK_EQ(files.size(), 36u);  // 18 deepspeed, 3 hf, 15 torch
-  for (const auto& [fixture, expected_path] : files) {
+  for (const auto& file : files) {
+    // Plain references: clang 14 cannot capture structured bindings (CAPTURE).
+    const std::string& fixture = file.first;
+    const std::string& expected_path = file.second;
     CAPTURE(fixture);
     RecordingSource src(fixture, FixtureBytes(fixture));
     Result<Checkpoint> c = ReadCheckpoint(src);

@@ -311,19 +311,19 @@ TEST_CASE("a stream that is no torch file is refused as ReadCheckpoint refuses i
     Code code;
     bool same_message;  // the empty file's message says "file", the stream's "stream"
   };
-  for (const auto& [text, code, same_message] : std::vector<Case>{{"PYTORCH1 and more", Code::kUnsupported, true},
-                                                                   {"", Code::kCorrupt, false},
-                                                                   {"hello world", Code::kCorrupt, true}}) {
-    CAPTURE(text);
-    std::vector<std::byte> b = TextBytes(text);
+  for (const Case& c : std::vector<Case>{{"PYTORCH1 and more", Code::kUnsupported, true},
+                                         {"", Code::kCorrupt, false},
+                                         {"hello world", Code::kCorrupt, true}}) {
+    CAPTURE(c.text);
+    std::vector<std::byte> b = TextBytes(c.text);
     io::MemSource file("x", b);
     Status want = ReadCheckpoint(file).status();
     Result<Streamed> got = StreamAll(b, 3);
     REQUIRE_FALSE(got.ok());
-    CHECK_EQ(got.status().code(), code);
-    CHECK_EQ(want.code(), code);
+    CHECK_EQ(got.status().code(), c.code);
+    CHECK_EQ(want.code(), c.code);
     CHECK_EQ(got.status().offset(), want.offset());
-    if (same_message) CHECK_EQ(got.status().message(), want.message());
+    if (c.same_message) CHECK_EQ(got.status().message(), want.message());
   }
 }
 
