@@ -9,10 +9,10 @@
 
 #include "model/hf_folder.h"
 #include "ops/convert.h"
-#include "ops/merge_assemble.h"
+#include "merge/assemble.h"
 #include "ops/merge_load.h"
-#include "ops/merge_verify.h"
-#include "ops/merge_write.h"
+#include "merge/verify.h"
+#include "merge/write.h"
 
 namespace zerofold::ops {
 

@@ -3,7 +3,7 @@
 //
 // Load (ops/merge_load.h: directories and pickles only), plan
 // (zero/plan.h: per tensor, the element ranges of the rank files),
-// lay out (ops/merge_layout.h: order, --only, ties), then stream every
+// lay out (merge/layout.h: order, --only, ties), then stream every
 // output tensor from its slices through a bounded buffer into a torch zip
 // archive (a state dict as torch.save writes one; tied names share their
 // owner's storage) or a safetensors file, sharded past max_shard_bytes as
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "ops/convert.h"
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"

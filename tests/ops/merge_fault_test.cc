@@ -12,9 +12,9 @@
 
 #include "io/fault_env.h"
 #include "ops/merge.h"
-#include "ops/merge_assemble.h"
+#include "merge/assemble.h"
 #include "ops/merge_load.h"
-#include "ops/merge_verify.h"
+#include "merge/verify.h"
 
 namespace zerofold::ops {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "ops/merge_load.h"
-#include "ops/merge_pickle.h"
-#include "ops/merge_verify.h"
-#include "ops/merge_write.h"
+#include "merge/pickle.h"
+#include "merge/verify.h"
+#include "merge/write.h"
 #include "safetensors/reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"

@@ -1,8 +1,8 @@
 // The entries of a merged state dict: which names are written, in which
 // order, which of them hold data and which share another's (ties), after
 // --only. Pure: from a merge plan and the description it came from.
-#ifndef ZEROFOLD_OPS_MERGE_LAYOUT_H_
-#define ZEROFOLD_OPS_MERGE_LAYOUT_H_
+#ifndef ZEROFOLD_MERGE_LAYOUT_H_
+#define ZEROFOLD_MERGE_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -72,4 +72,4 @@ uint64_t OutputBytes(const zero::OutputTensor& tensor);
 
 }  // namespace zerofold::ops
 
-#endif  // ZEROFOLD_OPS_MERGE_LAYOUT_H_
+#endif  // ZEROFOLD_MERGE_LAYOUT_H_

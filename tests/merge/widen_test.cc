@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/merge_assemble.h"
+#include "merge/assemble.h"
 #include "torch/cast.h"
 #include "zip/crc32.h"
 

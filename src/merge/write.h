@@ -1,9 +1,9 @@
 // Writing one output file of a merge: a torch zip archive holding a state
-// dict (ops/merge_pickle.h) or a safetensors file, whose tensor bytes come
+// dict (merge/pickle.h) or a safetensors file, whose tensor bytes come
 // from a TensorAssembler as the writer asks for them. Plans are computed
 // first (exact file sizes, for --dry-run and shard reports); writing streams.
-#ifndef ZEROFOLD_OPS_MERGE_WRITE_H_
-#define ZEROFOLD_OPS_MERGE_WRITE_H_
+#ifndef ZEROFOLD_MERGE_WRITE_H_
+#define ZEROFOLD_MERGE_WRITE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/merge_assemble.h"
-#include "ops/merge_layout.h"
-#include "ops/merge_pickle.h"
+#include "merge/assemble.h"
+#include "merge/layout.h"
+#include "merge/pickle.h"
 #include "safetensors/writer.h"
 #include "zero/plan.h"
 #include "zerofold/env.h"
@@ -66,4 +66,4 @@ Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const zero::MergePl
 
 }  // namespace zerofold::ops
 
-#endif  // ZEROFOLD_OPS_MERGE_WRITE_H_
+#endif  // ZEROFOLD_MERGE_WRITE_H_

@@ -1,12 +1,12 @@
-#include "ops/merge_assemble.h"
+#include "merge/assemble.h"
 
 #include <algorithm>
 #include <string>
 
 #include "io/checked_math.h"
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 #include "torch/cast.h"
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 
 namespace zerofold::ops {
 

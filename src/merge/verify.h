@@ -4,8 +4,8 @@
 // a storage of its own) and that the xxh3-128 of the tensor's logical bytes
 // (ops/verify.h TensorDigest for torch output) equals the xxh3-128 of the
 // same bytes assembled anew from the rank files.
-#ifndef ZEROFOLD_OPS_MERGE_VERIFY_H_
-#define ZEROFOLD_OPS_MERGE_VERIFY_H_
+#ifndef ZEROFOLD_MERGE_VERIFY_H_
+#define ZEROFOLD_MERGE_VERIFY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +13,8 @@
 #include <span>
 #include <string>
 
-#include "ops/merge_assemble.h"
-#include "ops/merge_layout.h"
+#include "merge/assemble.h"
+#include "merge/layout.h"
 #include "ops/verify.h"
 #include "torch/checkpoint.h"
 #include "zero/plan.h"
@@ -42,4 +42,4 @@ Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> writ
 
 }  // namespace zerofold::ops
 
-#endif  // ZEROFOLD_OPS_MERGE_VERIFY_H_
+#endif  // ZEROFOLD_MERGE_VERIFY_H_

@@ -1,4 +1,4 @@
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 
 #include <unordered_map>
 #include <unordered_set>

@@ -1,4 +1,4 @@
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 
 #include <map>
 #include <string_view>

@@ -1,11 +1,11 @@
-#include "ops/merge_verify.h"
+#include "merge/verify.h"
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 #include "safetensors/reader.h"
 
 namespace zerofold::ops {

@@ -1,4 +1,4 @@
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 
 #include <doctest/doctest.h>
 

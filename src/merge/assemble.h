@@ -6,8 +6,8 @@
 // tensor's size.
 //
 // Not thread-safe (the buffers); the LoadedZero must outlive the assembler.
-#ifndef ZEROFOLD_OPS_MERGE_ASSEMBLE_H_
-#define ZEROFOLD_OPS_MERGE_ASSEMBLE_H_
+#ifndef ZEROFOLD_MERGE_ASSEMBLE_H_
+#define ZEROFOLD_MERGE_ASSEMBLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -62,4 +62,4 @@ class TensorAssembler {
 
 }  // namespace zerofold::ops
 
-#endif  // ZEROFOLD_OPS_MERGE_ASSEMBLE_H_
+#endif  // ZEROFOLD_MERGE_ASSEMBLE_H_

@@ -1,4 +1,4 @@
-#include "ops/merge_write.h"
+#include "merge/write.h"
 
 #include <string>
 #include <unordered_map>

@@ -10,8 +10,8 @@
 // (a size-0 dim counts as 1). Objects that CPython's pickler writes once and
 // fetches from the memo afterwards (the globals, 'storage', 'cpu', a shared
 // key) are single nodes here, so the encoder writes the same BINGETs.
-#ifndef ZEROFOLD_OPS_MERGE_PICKLE_H_
-#define ZEROFOLD_OPS_MERGE_PICKLE_H_
+#ifndef ZEROFOLD_MERGE_PICKLE_H_
+#define ZEROFOLD_MERGE_PICKLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -51,4 +51,4 @@ std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 
 }  // namespace zerofold::ops
 
-#endif  // ZEROFOLD_OPS_MERGE_PICKLE_H_
+#endif  // ZEROFOLD_MERGE_PICKLE_H_

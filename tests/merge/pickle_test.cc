@@ -1,4 +1,4 @@
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 
 #include <doctest/doctest.h>
 
