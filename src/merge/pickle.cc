@@ -8,7 +8,7 @@
 #include "pickle/encoder.h"
 #include "pickle/graph.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 namespace {
 
@@ -111,4 +111,4 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
   return out;
 }
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

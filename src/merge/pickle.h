@@ -23,7 +23,7 @@
 #include "torch/dtype.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 struct StateDictEntry {
   std::string name;
@@ -49,6 +49,6 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
 // Contiguous strides of `shape` as torch computes them.
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge
 
 #endif  // ZEROFOLD_MERGE_PICKLE_H_

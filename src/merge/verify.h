@@ -17,11 +17,11 @@
 #include "merge/layout.h"
 #include "ops/verify.h"
 #include "torch/checkpoint.h"
-#include "zero/plan.h"
+#include "merge/plan.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 struct VerifyResult {
   size_t tensors = 0;  // entries checked
@@ -34,12 +34,12 @@ struct VerifyResult {
 // name, a dtype, shape or layout other than planned, or a digest mismatch
 // (both digests in the message); errors of the readers and the assembler.
 // progress gets the output bytes hashed per chunk.
-Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
+Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const GatherPlan& plan,
                                        const MergeLayout& layout, std::span<const MergeOutputFile> files,
                                        MergeFormat format,
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
                                        size_t buffer_bytes, const std::function<void(uint64_t)>& progress);
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge
 
 #endif  // ZEROFOLD_MERGE_VERIFY_H_

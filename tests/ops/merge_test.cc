@@ -22,6 +22,8 @@ namespace zerofold::ops {
 namespace {
 
 namespace fs = std::filesystem;
+using merge::ArchiveStem;
+using merge::ContiguousStrides;
 
 const char* const kCases[] = {"zero1_ws2_fp16", "zero1_ws3_bf16_bf16optimizer", "zero2_ws3_bf16", "zero3_ws3_fp16",
                               "zero3_ws4_fp32"};

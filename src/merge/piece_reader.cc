@@ -1,0 +1,139 @@
+#include "merge/piece_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "io/range_source.h"
+#include "io/zstd_stream.h"
+#include "torch/checkpoint.h"
+
+namespace zerofold::merge {
+
+namespace {
+
+// A read through the window must serve at least this many runs on average,
+// or each run is read directly: a window refill per element of a transposed
+// matrix would read the whole window for every element.
+constexpr uint64_t kMinRunsPerWindow = 16;
+
+}  // namespace
+
+PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes)
+    : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize) {
+  left_ = NumelOf(piece.sizes);
+  window_capacity_ = std::max<size_t>(window_bytes, 64);
+  // The view's dims without size-1 dims, C-contiguous neighbours merged;
+  // the innermost unit-stride dim is the run.
+  for (size_t i = 0; i < piece.sizes.size(); ++i) {
+    if (piece.sizes[i] == 1) continue;
+    Dim d{piece.sizes[i], piece.strides[i]};
+    if (!outer_.empty() && outer_.back().stride == d.stride * d.size) {
+      outer_.back() = {outer_.back().size * d.size, d.stride};
+    } else {
+      outer_.push_back(d);
+    }
+  }
+  if (!outer_.empty() && outer_.back().stride == 1) {
+    run_ = static_cast<uint64_t>(outer_.back().size);
+    outer_.pop_back();
+  }
+  index_.assign(outer_.size(), 0);
+  element_ = static_cast<uint64_t>(piece.view_offset);
+  run_left_ = left_ == 0 ? 0 : run_;
+  Result<torch::ByteRange> extent = torch::ExtentOf(piece.sizes, piece.strides, piece.view_offset,
+                                                    static_cast<uint32_t>(itemsize_));
+  extent_end_ = extent.ok() ? extent->end : 0;
+  const uint64_t run_bytes = run_ * itemsize_;
+  const uint64_t step_bytes = outer_.empty() ? 0 : static_cast<uint64_t>(outer_.back().stride) * itemsize_;
+  const uint64_t extent_bytes = extent.ok() ? extent->end - extent->begin : UINT64_MAX;
+  use_window_ = extent_bytes <= window_capacity_ ||
+                (run_bytes < window_capacity_ / 2 && step_bytes <= window_capacity_ / kMinRunsPerWindow) ||
+                run_bytes >= window_capacity_;
+  if (extent_bytes <= window_capacity_) window_capacity_ = static_cast<size_t>(extent_bytes);
+}
+
+PieceReader::~PieceReader() = default;
+
+Status PieceReader::Fail(Status s) const {
+  if (s.record().empty()) s.WithRecord(piece_.record);
+  if (s.path().empty()) s.WithPath(file_.path);
+  return s;
+}
+
+Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
+  const uint64_t end = pos + dst.size();
+  if (pos >= window_begin_ && end <= window_end_) {
+    std::memcpy(dst.data(), window_.data() + (pos - window_begin_), dst.size());
+    return Status::OK();
+  }
+  if (!use_window_ || dst.size() >= window_capacity_) {
+    bytes_read_ += dst.size();
+    return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
+  }
+  if (window_.size() < window_capacity_) window_.resize(window_capacity_);
+  window_begin_ = pos;
+  window_end_ = std::min<uint64_t>(extent_end_, pos + window_capacity_);
+  std::span<std::byte> w(window_.data(), static_cast<size_t>(window_end_ - window_begin_));
+  bytes_read_ += w.size();
+  ZF_TRY(ReadExactAt(*file_.source, piece_.data_offset + window_begin_, w));
+  std::memcpy(dst.data(), window_.data(), dst.size());
+  return Status::OK();
+}
+
+Status PieceReader::ReadStream(std::span<std::byte> dst) {
+  if (stream_ == nullptr) {
+    auto range = std::make_unique<io::RangeStream>(*file_.source, piece_.frame_offset, piece_.frame_length);
+    ZF_ASSIGN_OR_RETURN(stream_, io::ZstdSource::Open(std::move(range)));
+    ZF_TRY(stream_->Skip(piece_.data_offset + static_cast<uint64_t>(piece_.view_offset) * itemsize_));
+  }
+  size_t done = 0;
+  while (done < dst.size()) {
+    ZF_ASSIGN_OR_RETURN(size_t got, stream_->Read(dst.subspan(done)));
+    if (got == 0)
+      return Status::Corrupt("the zstd frame ends " + std::to_string(dst.size() - done) +
+                             " bytes before the view does")
+          .WithOffset(stream_->position());
+    done += got;
+  }
+  bytes_read_ += dst.size();
+  return Status::OK();
+}
+
+Status PieceReader::Read(std::span<std::byte> dst) {
+  const uint64_t want = dst.size() / itemsize_;
+  if (want > left_)
+    return Status::InvalidArgument("asked for " + std::to_string(want) + " elements, " + std::to_string(left_) +
+                                   " left");
+  left_ -= want;
+  if (piece_.transform == Transform::kZstd) {
+    Status s = ReadStream(dst);
+    return s.ok() ? s : Fail(s);
+  }
+  size_t done = 0;
+  while (done < dst.size()) {
+    if (run_left_ == 0) {
+      // Odometer over the outer dims, last dim fastest.
+      size_t d = outer_.size();
+      while (d > 0) {
+        --d;
+        if (++index_[d] < outer_[d].size) {
+          element_ += static_cast<uint64_t>(outer_[d].stride);
+          break;
+        }
+        element_ -= static_cast<uint64_t>(outer_[d].stride) * static_cast<uint64_t>(outer_[d].size - 1);
+        index_[d] = 0;
+      }
+      run_left_ = run_;
+    }
+    const uint64_t offset_in_run = run_ - run_left_;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(run_left_ * itemsize_, dst.size() - done));
+    Status s = Fetch((element_ + offset_in_run) * itemsize_, dst.subspan(done, take));
+    if (!s.ok()) return Fail(s);
+    done += take;
+    run_left_ -= take / itemsize_;
+  }
+  return Status::OK();
+}
+
+}  // namespace zerofold::merge

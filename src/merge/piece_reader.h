@@ -1,0 +1,77 @@
+// Reading one piece of a gather plan (merge/plan.h) front to back: the
+// elements of its strided view in the box's C order, in the storage's
+// dtype, as many as the caller asks for at a time.
+//
+// Untransformed pieces are read positionally through a window of
+// `window_bytes`: a view whose byte extent fits is read once; contiguous
+// runs are read forward a window at a time (reads larger than the window go
+// straight to the caller's buffer); a view whose runs are short and far
+// apart (a transpose) is read run by run. A zstd piece is decompressed as a
+// stream, skipping to the view; its view must be contiguous (the planner
+// checks), since a decompressed stream cannot be read backwards.
+//
+// Memory: the window (plus zstd's context for a zstd piece). Not
+// thread-safe. The piece and the source outlive the reader.
+#ifndef ZEROFOLD_MERGE_PIECE_READER_H_
+#define ZEROFOLD_MERGE_PIECE_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "merge/plan.h"
+#include "zerofold/env.h"
+#include "zerofold/status.h"
+
+namespace zerofold::merge {
+
+class PieceReader {
+ public:
+  // REQUIRES: CheckPieceView(piece) passed.
+  PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes);
+  ~PieceReader();
+  PieceReader(const PieceReader&) = delete;
+  PieceReader& operator=(const PieceReader&) = delete;
+
+  // Fills dst with the next dst.size() / itemsize elements. Errors (path:
+  // the file; record: the piece's): kCorrupt when the file or the frame ends
+  // before the view does, or for bad zstd data; kIO from reads;
+  // kInvalidArgument when asked for more elements than the view has left.
+  Status Read(std::span<std::byte> dst);
+
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  struct Dim {
+    int64_t size;
+    int64_t stride;
+  };
+  Status Fetch(uint64_t pos, std::span<std::byte> dst);
+  Status ReadStream(std::span<std::byte> dst);
+  Status Fail(Status s) const;
+
+  const Piece& piece_;
+  const SourceFile& file_;
+  const uint64_t itemsize_;
+  uint64_t left_ = 0;        // elements not yet read
+  // Untransformed: runs of `run_` elements; `outer_` steps between them.
+  std::vector<Dim> outer_;
+  std::vector<int64_t> index_;
+  uint64_t run_ = 1;
+  uint64_t run_left_ = 0;    // elements left in the current run
+  uint64_t element_ = 0;     // storage element the current run starts at
+  uint64_t extent_end_ = 0;  // storage bytes past the view's last one are never read
+  std::vector<std::byte> window_;
+  size_t window_capacity_ = 0;
+  uint64_t window_begin_ = 0, window_end_ = 0;  // storage bytes window_ holds
+  bool use_window_ = false;
+  // zstd: the decompressing stream, positioned at the next view byte.
+  std::unique_ptr<StreamSource> stream_;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace zerofold::merge
+
+#endif  // ZEROFOLD_MERGE_PIECE_READER_H_
