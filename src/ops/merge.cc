@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "dcp/folder.h"
+#include "ops/merge_dcp.h"
 #include "ops/merge_load.h"
 #include "ops/merge_zero.h"
 
@@ -13,6 +15,12 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   report.checkpoint = ckpt_dir;
 
   ZF_ASSIGN_OR_RETURN(merge::OutputTarget target, merge::ResolveOutput(env, out, options.format));
+  if (std::optional<std::string> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
+    ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
+    return report;
+  }
+  if (options.select)
+    return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
 
   ZF_ASSIGN_OR_RETURN(std::string tag_folder, FindTagFolder(env, ckpt_dir, options.tag));
   ZF_ASSIGN_OR_RETURN(LoadedZero loaded, LoadZeroCheckpoint(env, tag_folder, options.read));
@@ -44,8 +52,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     }
   }
   ZF_TRY(merge::WriteMerge(env, report.gather, report.layout, out, target, report.input_files, options, &report));
-  // The sources close with `loaded`.
-  report.gather.sources.clear();
+  for (merge::SourceFile& f : report.gather.sources) f.source = nullptr;  // they close with `loaded`
   return report;
 }
 

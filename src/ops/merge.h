@@ -1,5 +1,6 @@
 // zerofold merge: the full model of a DeepSpeed ZeRO stage 1/2/3 checkpoint,
-// as DeepSpeed's zero_to_fp32.py builds it, without loading whole files.
+// as DeepSpeed's zero_to_fp32.py builds it, or of a PyTorch Distributed
+// Checkpoint folder (ops/merge_dcp.h), without loading whole files.
 //
 // Load (ops/merge_load.h: directories and pickles only), plan
 // (zero/plan.h: per tensor, the element ranges of the rank files, made a
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "ops/convert.h"
+#include "dcp/plan.h"
 #include "merge/layout.h"
 #include "merge/output.h"
 #include "merge/plan.h"
@@ -50,22 +52,39 @@ struct MergeOptions : merge::OutputOptions {
   bool exclude_frozen = false;
   // Glob patterns on names (--only); empty: every tensor. See merge::LayOut.
   std::vector<std::string> only;
+  // DCP only: the key subtree to merge (--select); unset: model weights
+  // (dcp::SelectKeys).
+  std::optional<std::string> select;
 };
 
+enum class CheckpointKind : uint8_t { kZero, kDcp };
+
 struct MergeReport : merge::OutputReport {
+  CheckpointKind kind = CheckpointKind::kZero;
   std::string checkpoint;   // CKPT_DIR as given
   std::string tag_folder;
   std::string tag;
   std::string ds_version;
-  std::vector<std::string> input_files;  // model states, then optim states, in rank order
-  zero::MergePlan plan;
-  merge::GatherPlan gather;  // the same tensors, as the writer reads them (sources closed)
+  std::vector<std::string> input_files;  // ZeRO: model states, then optim states, in rank order;
+                                         // DCP: .metadata, then the .distcp files read
+  zero::MergePlan plan;      // ZeRO only
+  // The tensors as the writer reads them. The sources are closed when the
+  // merge returns: their paths stay, their `source` pointers are null.
+  merge::GatherPlan gather;
   MergeLayout layout;
-  size_t params = 0, frozen_params = 0, buffers = 0;  // entries of each kind
+  size_t params = 0, frozen_params = 0, buffers = 0;  // ZeRO: entries of each kind
+  // DCP only: the folder with .metadata, its schema and version, and the
+  // keys selected and left out.
+  std::string dcp_folder;
+  bool dcp_schema_2x = false;
+  std::string dcp_version;
+  dcp::Selection selection;
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
 };
 
-// Merges the checkpoint in `ckpt_dir` (see FindTagFolder) into `out`: a file
+// Merges the checkpoint in `ckpt_dir` into `out`: a DCP folder (or one
+// holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as MergeDcp does; else a
+// DeepSpeed checkpoint (see FindTagFolder). `out` is a file
 // when it ends in .bin, .pt or .safetensors, else a folder (created) that
 // receives pytorch_model.bin / model.safetensors, or shards and an index.
 // Errors carry the path of the file concerned and, from the planner, the

@@ -1,0 +1,32 @@
+// Finding and reading a PyTorch Distributed Checkpoint folder: the folder
+// holding `.metadata` (given directly, or a training output folder holding
+// Accelerate's `pytorch_model_fsdp_0/`), and its metadata.
+#ifndef ZEROFOLD_DCP_FOLDER_H_
+#define ZEROFOLD_DCP_FOLDER_H_
+
+#include <optional>
+#include <string>
+
+#include "dcp/metadata.h"
+#include "pickle/decoder.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::dcp {
+
+// Accelerate's folder for an FSDP SHARDED_STATE_DICT model save.
+inline constexpr const char* kAccelerateModelFolder = "pytorch_model_fsdp_0";
+
+// The DCP folder of `dir`: dir itself when it holds .metadata, else
+// dir/pytorch_model_fsdp_0 when that does; nullopt when neither (not a DCP
+// checkpoint).
+std::optional<std::string> FindDcpFolder(Env* env, const std::string& dir);
+
+// Reads and interprets folder/.metadata (ReadMetadata), at most
+// max_bytes of it (kLimit past that). Errors carry the file's path.
+Result<Metadata> LoadMetadata(Env* env, const std::string& folder, uint64_t max_bytes,
+                              const pickle::DecodeLimits& limits);
+
+}  // namespace zerofold::dcp
+
+#endif  // ZEROFOLD_DCP_FOLDER_H_
