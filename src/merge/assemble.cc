@@ -104,7 +104,7 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
   std::sort(events.begin(), events.end());
   int active = 0, most = 1;
   for (const auto& [at, delta] : events) most = std::max(most, active += delta);
-  const size_t window = std::max(kMinWindowBytes, buffer_bytes_ / static_cast<size_t>(most));
+  const size_t window = std::max(std::min(kMinWindowBytes, buffer_bytes_), buffer_bytes_ / static_cast<size_t>(most));
 
   const size_t out_elems = std::max<size_t>(buffer_bytes_ / std::max(out_size, in_size), 1);
   if (out_.size() < out_elems * out_size) out_.resize(out_elems * out_size);

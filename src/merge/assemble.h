@@ -9,7 +9,8 @@
 //
 // Memory: an output buffer and a conversion buffer of buffer_bytes each,
 // plus a window per piece being read; pieces read at the same time share
-// buffer_bytes between their windows (at least kMinWindowBytes each).
+// buffer_bytes between their windows (at least kMinWindowBytes each, or
+// buffer_bytes when that is smaller).
 // Whatever the tensor's size.
 //
 // Not thread-safe (the buffers); the sources must outlive the assembler.
