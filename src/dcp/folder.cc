@@ -1,6 +1,8 @@
 #include "dcp/folder.h"
 
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "model/hf_folder.h"
 
@@ -21,6 +23,17 @@ std::optional<std::string> FindDcpFolder(Env* env, const std::string& dir) {
   const std::string model = model::JoinPath(dir, kAccelerateModelFolder);
   if (env->IsDirectory(model) && HoldsMetadata(env, model)) return model;
   return std::nullopt;
+}
+
+bool HoldsDistcpFiles(Env* env, const std::string& dir) {
+  Result<std::vector<DirEntry>> entries = env->ListDir(dir);
+  if (!entries.ok()) return false;
+  constexpr std::string_view kSuffix = ".distcp";
+  for (const DirEntry& e : *entries) {
+    std::string_view n = e.name;
+    if (!e.is_dir && n.size() > kSuffix.size() && n.substr(n.size() - kSuffix.size()) == kSuffix) return true;
+  }
+  return false;
 }
 
 Result<Metadata> LoadMetadata(Env* env, const std::string& folder, uint64_t max_bytes,

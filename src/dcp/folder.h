@@ -22,6 +22,10 @@ inline constexpr const char* kAccelerateModelFolder = "pytorch_model_fsdp_0";
 // checkpoint).
 std::optional<std::string> FindDcpFolder(Env* env, const std::string& dir);
 
+// True when `dir` holds *.distcp files (a DCP folder, with or without its
+// .metadata).
+bool HoldsDistcpFiles(Env* env, const std::string& dir);
+
 // Reads and interprets folder/.metadata (ReadMetadata), at most
 // max_bytes of it (kLimit past that). Errors carry the file's path.
 Result<Metadata> LoadMetadata(Env* env, const std::string& folder, uint64_t max_bytes,

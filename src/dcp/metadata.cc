@@ -178,6 +178,29 @@ class Interpreter {
     return g_.AsInt(id);
   }
 
+  // An offset or length in a file: an int, or a LONG beyond int64. One that
+  // is negative or past 64 bits sets *error (the planner names the file).
+  Result<uint64_t> FileRange(NodeId id, std::string_view what, std::string* error) {
+    if (id != kNoNode && g_.kind(id) == Kind::kInt) {
+      if (g_.AsInt(id) >= 0) return static_cast<uint64_t>(g_.AsInt(id));
+      if (error->empty()) *error = std::string(what) + " " + std::to_string(g_.AsInt(id)) + " is negative";
+      return uint64_t{0};
+    }
+    if (id != kNoNode && g_.kind(id) == Kind::kBigInt) {
+      std::string_view le = g_.AsStr(id);  // two's complement, little-endian
+      bool negative = !le.empty() && (static_cast<unsigned char>(le.back()) & 0x80) != 0;
+      while (!le.empty() && le.back() == '\0') le.remove_suffix(1);
+      if (!negative && le.size() <= 8) {
+        uint64_t v = 0;
+        for (size_t i = le.size(); i-- > 0;) v = (v << 8) | static_cast<unsigned char>(le[i]);
+        return v;
+      }
+      if (error->empty()) *error = std::string(what) + (negative ? " is negative" : " does not fit in 64 bits");
+      return uint64_t{0};
+    }
+    return Bad(std::string("_StorageInfo.") + std::string(what) + " is no int");
+  }
+
   // A torch.Size (REDUCE of torch.Size on a tuple of ints), or a tuple or
   // list of non-negative ints.
   Result<std::vector<int64_t>> Ints(NodeId id, std::string_view what) {
@@ -254,10 +277,8 @@ class Interpreter {
     ZF_TRY(ClassModule(info, "_StorageInfo").status());
     ZF_ASSIGN_OR_RETURN(Fields fs, FieldsOf(info, "_StorageInfo"));
     ZF_ASSIGN_OR_RETURN(s.relative_path, Str(fs.Get("relative_path"), s.fqn + ": _StorageInfo.relative_path"));
-    ZF_ASSIGN_OR_RETURN(int64_t at, NonNegative(fs.Get("offset"), s.fqn + ": _StorageInfo.offset"));
-    ZF_ASSIGN_OR_RETURN(int64_t length, NonNegative(fs.Get("length"), s.fqn + ": _StorageInfo.length"));
-    s.offset_in_file = static_cast<uint64_t>(at);
-    s.length = static_cast<uint64_t>(length);
+    ZF_ASSIGN_OR_RETURN(s.offset_in_file, FileRange(fs.Get("offset"), "offset", &s.range_error));
+    ZF_ASSIGN_OR_RETURN(s.length, FileRange(fs.Get("length"), "length", &s.range_error));
     NodeId td = fs.Get("transform_descriptors");
     if (td != kNoNode && g_.kind(td) != Kind::kNone) {
       if (g_.kind(td) != Kind::kList && g_.kind(td) != Kind::kTuple)

@@ -60,6 +60,9 @@ struct StorageItem {
   std::string relative_path;                   // the .distcp file, relative to the folder
   uint64_t offset_in_file = 0;
   uint64_t length = 0;
+  // Set when offset or length is negative or past 64 bits: the planner
+  // refuses the chunk, naming its file.
+  std::string range_error;
   std::vector<std::string> transforms;         // transform_descriptors (2.x), e.g. "stream.zstd/1"
 };
 
@@ -73,8 +76,9 @@ struct Metadata {
 // Interprets `bytes` (the whole .metadata file). Errors (record
 // ".metadata"; offset where the pickle decoder knows it):
 //   kUnsafe       a global outside the schema (named in the message);
-//   kUnsupported  torch 1.12's schema; a root that is no Metadata;
-//   kCorrupt      the decoder's errors; a field of the wrong type or shape
+//   kUnsupported  torch 1.12's schema;
+//   kCorrupt      the decoder's errors; a root that is no Metadata; a field
+//                 of the wrong type or shape
 //                 (naming the key), a dtype torch has no name for;
 //   kLimit        a decoder limit.
 Result<Metadata> ReadMetadata(std::span<const std::byte> bytes, const pickle::DecodeLimits& limits = {});

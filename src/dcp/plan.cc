@@ -35,21 +35,17 @@ Status InFile(Status s, uint64_t slice_offset, bool decompressed, const std::str
   return s.SetRecord(record).WithPath(path);
 }
 
-bool IsContiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride) {
-  int64_t expect = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 0) return true;
-    if (shape[i] != 1 && stride[i] != expect) return false;
-    expect *= shape[i];
-  }
-  return true;
-}
-
 // The one tensor of a chunk's archive, checked against the metadata.
 Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const Entry& e, const Chunk& c) {
-  if (ckpt.tensors.size() != 1)
+  if (ckpt.tensors.size() != 1 && ckpt.unsafe_globals.empty())
     return Status::Corrupt("the chunk's archive holds " + std::to_string(ckpt.tensors.size()) +
                            " tensors, not one");
+  if (!ckpt.unsafe_globals.empty()) {
+    std::string names;
+    for (const std::string& g : ckpt.unsafe_globals) names += (names.empty() ? "" : ", ") + g;
+    return Status::Unsafe("the chunk's archive references globals that would run code under torch.load: " + names +
+                          " (not executed)");
+  }
   const torch::Tensor& t = ckpt.tensors[0];
   if (t.dtype != e.dtype)
     return Status::Corrupt("the chunk's tensor is " + std::string(torch::Info(t.dtype).name) + ", the metadata says " +
@@ -85,9 +81,6 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
   torch::StreamCheckpointReader reader(zstd.get(), read);
   ZF_TRY(reader.ReadModel());
   ZF_ASSIGN_OR_RETURN(const torch::Tensor* t, ChunkTensor(reader.checkpoint(), e, c));
-  if (!IsContiguous(t->shape, t->stride))
-    return Status::Unsupported("a non-contiguous chunk (stride " + torch::ShapeText(t->stride) +
-                               ") inside a zstd frame cannot be read in order");
   while (true) {
     ZF_ASSIGN_OR_RETURN(std::optional<uint32_t> next, reader.NextStorage());
     if (!next) return Status::Corrupt("the chunk's archive has no record for its storage");
@@ -128,7 +121,9 @@ Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string
     }
     if (take) {
       out.entries.push_back(i);
-      out.names.push_back(e.key);
+      // Under the selected prefix, names relative to it.
+      bool under = select && !select->empty() && e.key.size() > select->size();
+      out.names.push_back(under ? e.key.substr(select->size() + 1) : e.key);
     } else {
       ++out.left_out[FirstComponent(e.key)];
     }
@@ -196,6 +191,10 @@ Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Met
         files->paths.push_back(path);
         files->sources.push_back(std::move(src));
       }
+      if (!s.range_error.empty())
+        return Status::Corrupt(chunk_names[c] + ": " + s.range_error)
+            .WithRecord(e.key)
+            .WithPath(model::JoinPath(folder, s.relative_path));
       const uint32_t f = open->second;
       const std::string& path = files->paths[f];
       const RandomSource& src = *files->sources[f];

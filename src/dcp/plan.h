@@ -69,8 +69,8 @@ struct OpenFiles {
 //                 [offset, offset + length) overflows or passes its file's
 //                 end; a chunk archive that holds no single tensor of the
 //                 chunk's dtype and sizes; damage the readers find;
-//   kUnsupported  a transform other than stream.zstd/1; a non-contiguous
-//                 chunk inside a zstd frame; a relative path leaving the folder;
+//   kUnsupported  a transform other than stream.zstd/1; a relative path
+//                 leaving the folder;
 //   kNotFound/kIO opening a file.
 // The plan's sources point into `files`, which must outlive it.
 Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,

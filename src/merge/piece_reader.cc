@@ -67,26 +67,28 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
     std::memcpy(dst.data(), window_.data() + (pos - window_begin_), dst.size());
     return Status::OK();
   }
-  if (!use_window_ || dst.size() >= window_capacity_) {
-    bytes_read_ += dst.size();
-    return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
-  }
+  if (!use_window_ || dst.size() >= window_capacity_) return ReadStorage(pos, dst);
   if (window_.size() < window_capacity_) window_.resize(window_capacity_);
   window_begin_ = pos;
   window_end_ = std::min<uint64_t>(extent_end_, pos + window_capacity_);
   std::span<std::byte> w(window_.data(), static_cast<size_t>(window_end_ - window_begin_));
-  bytes_read_ += w.size();
-  ZF_TRY(ReadExactAt(*file_.source, piece_.data_offset + window_begin_, w));
+  ZF_TRY(ReadStorage(window_begin_, w));
   std::memcpy(dst.data(), window_.data(), dst.size());
   return Status::OK();
 }
 
-Status PieceReader::ReadStream(std::span<std::byte> dst) {
-  if (stream_ == nullptr) {
+Status PieceReader::ReadStorage(uint64_t pos, std::span<std::byte> dst) {
+  bytes_read_ += dst.size();
+  if (piece_.transform == Transform::kNone) return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
+  // A decompressed stream goes forward only: going back starts it again.
+  if (stream_ == nullptr || pos < stream_pos_) {
+    stream_.reset();
     auto range = std::make_unique<io::RangeStream>(*file_.source, piece_.frame_offset, piece_.frame_length);
     ZF_ASSIGN_OR_RETURN(stream_, io::ZstdSource::Open(std::move(range)));
-    ZF_TRY(stream_->Skip(piece_.data_offset + static_cast<uint64_t>(piece_.view_offset) * itemsize_));
+    ZF_TRY(stream_->Skip(piece_.data_offset));
+    stream_pos_ = 0;
   }
+  ZF_TRY(stream_->Skip(pos - stream_pos_));
   size_t done = 0;
   while (done < dst.size()) {
     ZF_ASSIGN_OR_RETURN(size_t got, stream_->Read(dst.subspan(done)));
@@ -96,7 +98,7 @@ Status PieceReader::ReadStream(std::span<std::byte> dst) {
           .WithOffset(stream_->position());
     done += got;
   }
-  bytes_read_ += dst.size();
+  stream_pos_ = pos + dst.size();
   return Status::OK();
 }
 
@@ -106,10 +108,6 @@ Status PieceReader::Read(std::span<std::byte> dst) {
     return Status::InvalidArgument("asked for " + std::to_string(want) + " elements, " + std::to_string(left_) +
                                    " left");
   left_ -= want;
-  if (piece_.transform == Transform::kZstd) {
-    Status s = ReadStream(dst);
-    return s.ok() ? s : Fail(s);
-  }
   size_t done = 0;
   while (done < dst.size()) {
     if (run_left_ == 0) {

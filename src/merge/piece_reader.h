@@ -7,8 +7,10 @@
 // runs are read forward a window at a time (reads larger than the window go
 // straight to the caller's buffer); a view whose runs are short and far
 // apart (a transpose) is read run by run. A zstd piece is decompressed as a
-// stream, skipping to the view; its view must be contiguous (the planner
-// checks), since a decompressed stream cannot be read backwards.
+// stream, skipping forward to each read; a read behind the stream's
+// position (a strided view larger than the window) decompresses the frame
+// again from its start: correct in bounded memory, slow for large
+// transposed chunks (torch's writers save contiguous ones).
 //
 // Memory: the window (plus zstd's context for a zstd piece). Not
 // thread-safe. The piece and the source outlive the reader.
@@ -49,7 +51,8 @@ class PieceReader {
     int64_t stride;
   };
   Status Fetch(uint64_t pos, std::span<std::byte> dst);
-  Status ReadStream(std::span<std::byte> dst);
+  // dst.size() bytes of the storage from byte `pos`.
+  Status ReadStorage(uint64_t pos, std::span<std::byte> dst);
   Status Fail(Status s) const;
 
   const Piece& piece_;
@@ -67,8 +70,9 @@ class PieceReader {
   size_t window_capacity_ = 0;
   uint64_t window_begin_ = 0, window_end_ = 0;  // storage bytes window_ holds
   bool use_window_ = false;
-  // zstd: the decompressing stream, positioned at the next view byte.
+  // zstd: the decompressing stream, at storage byte stream_pos_.
   std::unique_ptr<StreamSource> stream_;
+  uint64_t stream_pos_ = 0;
   uint64_t bytes_read_ = 0;
 };
 

@@ -19,6 +19,8 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
     return report;
   }
+  if (dcp::HoldsDistcpFiles(env, ckpt_dir))
+    return Status::Corrupt("holds .distcp files but no .metadata: not a complete Distributed Checkpoint").WithPath(ckpt_dir);
   if (options.select)
     return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
 

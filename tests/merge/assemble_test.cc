@@ -145,6 +145,7 @@ TEST_CASE("Assemble: DCP tilings with buffers of a few elements") {
       {"a chunk stored transposed", {6, 5}, {{{0, 0}, {6, 2}, true}, {{0, 2}, {6, 3}}}},
       {"a zstd chunk beside a plain one", {9, 4}, {{{0, 0}, {5, 4}, false, true}, {{5, 0}, {4, 4}}}},
       {"zstd chunks on dim 1", {3, 6}, {{{0, 0}, {3, 2}, false, true}, {{0, 2}, {3, 4}, false, true}}},
+      {"a zstd chunk stored transposed", {6, 5}, {{{0, 0}, {6, 2}, true, true}, {{0, 2}, {6, 3}, true, false}}},
       {"ZeRO: ranges of the flattened tensor", {30}, {{{0}, {7}}, {{7}, {16}}, {{23}, {7}}}},
   };
   for (const Case& c : cases) {
