@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dcp/hf_form.h"
 #include "model/hf_folder.h"
 
 namespace zerofold::dcp {
@@ -17,11 +18,13 @@ bool HoldsMetadata(Env* env, const std::string& dir) {
 
 }  // namespace
 
-std::optional<std::string> FindDcpFolder(Env* env, const std::string& dir) {
-  if (!env->IsDirectory(dir)) return std::nullopt;
-  if (HoldsMetadata(env, dir)) return dir;
-  const std::string model = model::JoinPath(dir, kAccelerateModelFolder);
-  if (env->IsDirectory(model) && HoldsMetadata(env, model)) return model;
+std::optional<DcpFolder> FindDcpFolder(Env* env, const std::string& dir) {
+  for (const std::string& d : {dir, model::JoinPath(dir, kAccelerateModelFolder)}) {
+    if (!env->IsDirectory(d)) continue;
+    if (HoldsMetadata(env, d)) return DcpFolder{d, {}};
+    std::vector<std::string> shards = HfShardFiles(env, d);
+    if (!shards.empty()) return DcpFolder{d, std::move(shards)};
+  }
   return std::nullopt;
 }
 
@@ -36,9 +39,10 @@ bool HoldsDistcpFiles(Env* env, const std::string& dir) {
   return false;
 }
 
-Result<Metadata> LoadMetadata(Env* env, const std::string& folder, uint64_t max_bytes,
+Result<Metadata> LoadMetadata(Env* env, const DcpFolder& folder, uint64_t max_bytes,
                               const pickle::DecodeLimits& limits) {
-  const std::string path = model::JoinPath(folder, kMetadataFile);
+  if (!folder.hf_shards.empty()) return ReadHfForm(env, folder.path, folder.hf_shards);
+  const std::string path = model::JoinPath(folder.path, kMetadataFile);
   Result<std::string> text = env->ReadSmallFile(path, max_bytes);
   if (!text.ok()) return Status(text.status()).WithPath(path);
   std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text->data()), text->size());

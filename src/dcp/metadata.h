@@ -60,6 +60,9 @@ struct StorageItem {
   std::string relative_path;                   // the .distcp file, relative to the folder
   uint64_t offset_in_file = 0;
   uint64_t length = 0;
+  // The safetensors form (dcp/hf_form.h): [offset, offset + length) holds
+  // the chunk's contiguous bytes themselves, not a torch.save archive.
+  bool raw = false;
   // Set when offset or length is negative or past 64 bits: the planner
   // refuses the chunk, naming its file.
   std::string range_error;

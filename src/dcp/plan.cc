@@ -8,6 +8,7 @@
 #include "model/hf_folder.h"
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
+#include "merge/pickle.h"
 #include "torch/stream_checkpoint.h"
 
 namespace zerofold::dcp {
@@ -59,6 +60,16 @@ Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const En
 
 Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, const Chunk& c,
               const torch::ReadOptions& read, merge::Piece* p) {
+  if (s.raw) {
+    p->record = s.fqn;
+    p->data_offset = s.offset_in_file;
+    p->storage_nbytes = s.length;
+    p->strides = merge::ContiguousStrides(c.sizes);
+    if (merge::NumelOf(c.sizes) * torch::Info(e.dtype).itemsize != s.length)
+      return Status::Corrupt("the chunk's " + std::to_string(s.length) + " bytes do not hold a " +
+                             torch::ShapeText(c.sizes) + " " + std::string(torch::Info(e.dtype).name) + " tensor");
+    return Status::OK();
+  }
   if (s.transforms.empty()) {
     io::RangeSource range(file, s.offset_in_file, s.length);
     ZF_ASSIGN_OR_RETURN(torch::Checkpoint ckpt, torch::ReadCheckpoint(range, read));
@@ -214,7 +225,7 @@ Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Met
       merge::Piece& p = t.pieces[c];
       p.file = f;
       Status located = Locate(src, s, e, e.chunks[c], options.read, &p);
-      if (!located.ok()) return InFile(located, s.offset_in_file, !s.transforms.empty(), path, e.key);
+      if (!located.ok()) return InFile(located, s.offset_in_file, !s.transforms.empty() || s.raw, path, e.key);
       if (Status v = merge::CheckPieceView(p); !v.ok()) return InFile(v, 0, true, path, e.key);
     }
     plan.tensors.push_back(std::move(t));

@@ -15,7 +15,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   report.checkpoint = ckpt_dir;
 
   ZF_ASSIGN_OR_RETURN(merge::OutputTarget target, merge::ResolveOutput(env, out, options.format));
-  if (std::optional<std::string> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
+  if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
     ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
     return report;
   }

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "dcp/folder.h"
 #include "merge/output.h"
 #include "ops/merge.h"
 #include "zerofold/env.h"
@@ -14,11 +15,11 @@
 
 namespace zerofold::ops {
 
-// Merges the DCP folder `folder` (holding .metadata) into `out`; fills
+// Merges the DCP folder `folder` (.metadata or the safetensors form) into `out`; fills
 // `report`. kInvalidArgument for ZeRO-only options (--tag,
 // --exclude-frozen); errors of LoadMetadata, SelectKeys, PlanDcp, LayOut and
 // WriteMerge.
-Status MergeDcp(Env* env, const std::string& folder, const std::string& out, const merge::OutputTarget& target,
+Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const merge::OutputTarget& target,
                 const MergeOptions& options, MergeReport* report);
 
 }  // namespace zerofold::ops
