@@ -20,12 +20,7 @@ constexpr std::string_view kZstdTransform = "stream.zstd/1";
 
 std::string FirstComponent(const std::string& key) { return key.substr(0, key.find('.')); }
 
-bool IsTrainingState(const std::string& key) {
-  const std::string first = FirstComponent(key);
-  for (const char* g : kTrainingStateGroups)
-    if (first == g) return true;
-  return false;
-}
+bool IsTrainingState(const std::string& key) { return KeyGroup(key) != "model"; }
 
 // An error of a reader of the chunk's archive, moved to the file: offsets
 // inside the slice become file offsets (zstd: they count decompressed bytes
@@ -115,6 +110,13 @@ bool IsFileName(const std::string& name) {
 }
 
 }  // namespace
+
+std::string KeyGroup(const std::string& key) {
+  const std::string first = FirstComponent(key);
+  for (const char* g : kTrainingStateGroups)
+    if (first == g) return first;
+  return "model";
+}
 
 Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string>& select) {
   Selection out;

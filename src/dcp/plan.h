@@ -32,6 +32,10 @@ inline constexpr const char* kTrainingStateGroups[] = {"optimizer", "lr_schedule
 // The prefix a single model state dict is saved under (Accelerate).
 inline constexpr const char* kModelPrefix = "model.";
 
+// The group a key belongs to: its first dot-component when that is a
+// training-state group, else "model".
+std::string KeyGroup(const std::string& key);
+
 struct Selection {
   // Tensor keys selected, in .metadata order, with their output names.
   std::vector<size_t> entries;       // indexes into Metadata::entries
