@@ -11,7 +11,6 @@
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
-#include "dcp/folder.h"
 #include "dcp/listing.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
@@ -146,16 +145,15 @@ int RunInspect(const std::vector<std::string>& argv) {
   model::JsonFiles json_files;
   bool first = true;
   for (const std::string& path : args.positionals) {
-    if (std::optional<dcp::DcpFolder> folder = dcp::FindDcpFolder(env, path)) {
-      Result<dcp::Metadata> md =
-          dcp::LoadMetadata(env, *folder, options.torch.max_pickle_bytes, options.torch.pickle);
-      if (!md.ok()) {
-        PrintError(md.status());
-        worst = std::max(worst, ExitCodeFor(md.status()));
-        json_files.AddError(path, md.status());
-        continue;
-      }
-      dcp::Listing l = dcp::ListMetadata(*folder, *md);
+    Result<std::optional<dcp::Listing>> dcp_listing = dcp::ListDcpPath(env, path, options.torch);
+    if (!dcp_listing.ok()) {
+      PrintError(dcp_listing.status());
+      worst = std::max(worst, ExitCodeFor(dcp_listing.status()));
+      json_files.AddError(path, dcp_listing.status());
+      continue;
+    }
+    if (*dcp_listing) {
+      const dcp::Listing& l = **dcp_listing;
       if (as_json) {
         json_files.AddWith([&](json::Writer& w) { dcp::WriteListingJson(w, l); });
       } else {

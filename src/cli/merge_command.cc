@@ -25,12 +25,14 @@ constexpr const char* kMergeHelp =
     "\n"
     "Rebuilds full tensors from a PyTorch Distributed Checkpoint folder (FSDP,\n"
     "FSDP2, TorchTitan, torchtune, Accelerate: .metadata and *.distcp files,\n"
-    "torch 1.13 or 2.x layout, stream.zstd/1 chunks) or a training output\n"
+    "torch 1.13 or 2.x layout, stream.zstd/1 chunks; or torch 2.8's\n"
+    "safetensors form) or a training output\n"
     "folder holding one (pytorch_model_fsdp_0/): every chunk of every key\n"
     "placed by its offsets, dtypes as saved. By default the model weights:\n"
     "optimizer, lr_scheduler, dataloader and train_state keys are left out\n"
     "(counted), non-tensor values too, and a single top-level `model.` prefix\n"
-    "is stripped; --select PREFIX merges another subtree under its names.\n"
+    "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
+    "named relative to it.\n"
     "\n"
     "Or rebuilds the full model from a DeepSpeed ZeRO stage 1, 2 or 3 checkpoint,\n"
     "as DeepSpeed's zero_to_fp32.py does, without Python or DeepSpeed: trainable\n"
@@ -61,7 +63,7 @@ const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
     {"dtype", true, "dtype of every floating tensor: float32, float16, bfloat16 (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
-    {"select", true, "DCP: merge the keys under PREFIX (e.g. optimizer.state), names as stored; '' every key", "PREFIX"},
+    {"select", true, "DCP: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},

@@ -58,6 +58,13 @@ Listing ListMetadata(const DcpFolder& folder, const Metadata& md) {
   return l;
 }
 
+Result<std::optional<Listing>> ListDcpPath(Env* env, const std::string& path, const torch::ReadOptions& read) {
+  std::optional<DcpFolder> folder = FindDcpFolder(env, path);
+  if (!folder) return std::optional<Listing>();
+  ZF_ASSIGN_OR_RETURN(Metadata md, LoadMetadata(env, *folder, read.max_pickle_bytes, read.pickle));
+  return std::optional<Listing>(ListMetadata(*folder, md));
+}
+
 void WriteListingJson(json::Writer& w, const Listing& l) {
   w.BeginObject();
   w.Key("path");

@@ -7,12 +7,16 @@
 #define ZEROFOLD_DCP_LISTING_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dcp/folder.h"
 #include "dcp/metadata.h"
 #include "json/writer.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
 
 namespace zerofold::dcp {
 
@@ -44,6 +48,10 @@ struct Listing {
 };
 
 Listing ListMetadata(const DcpFolder& folder, const Metadata& md);
+
+// The listing of `path` when it is a DCP folder (FindDcpFolder), nullopt
+// when it is none; errors of LoadMetadata.
+Result<std::optional<Listing>> ListDcpPath(Env* env, const std::string& path, const torch::ReadOptions& read);
 
 // {"path":..., "format":"dcp", "layout":"torch 1.13"|"torch 2.x"|"safetensors",
 //  "version":..., "tensors":[{"key","dtype","shape","chunks","files","nbytes"}],
