@@ -127,6 +127,8 @@ def cast(tensors, dtype):
 
 
 def subtree(tensors, prefix):
+    """--select PREFIX: the keys under PREFIX, named relative to it (as shrink's --select
+    makes the subtree the root)."""
     return collections.OrderedDict((k[len(prefix) + 1:], v) for k, v in tensors.items() if k.startswith(prefix + "."))
 
 
