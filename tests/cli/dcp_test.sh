@@ -128,4 +128,48 @@ PY
 run_z inspect "$B/unsafe_eval"
 [ "$RC" = 1 ] || fail "inspect of an unsafe .metadata: exit $RC"
 
+# --- damaged folders: truncated or flipped .metadata and .distcp files --------------------
+# Each run exits 1 (or 0 for a flipped byte torch would also read), never crashes, and
+# leaves no file behind when it fails.
+damaged() {  # damaged CASE: writes $T/dmg/<file>.<cut|flip>.<N>/ folders
+  "$PY" - "$D/$1/ckpt" "$T/dmg" <<'PYEOF'
+import os, shutil, sys
+src, out = sys.argv[1], sys.argv[2]
+names = sorted(os.listdir(src))
+for name in names:
+    data = open(os.path.join(src, name), "rb").read()
+    n = len(data)
+    count = 60 if name == ".metadata" else 30
+    points = sorted({i * n // count for i in range(count)} | {n - 1})
+    for kind in ("cut", "flip"):
+        for at in points:
+            d = os.path.join(out, f"{name}.{kind}.{at}")
+            shutil.copytree(src, d)
+            b = bytearray(data)
+            if kind == "cut":
+                b = b[:at]
+            else:
+                b[at] ^= 0xFF
+            open(os.path.join(d, name), "wb").write(bytes(b))
+PYEOF
+}
+tried=0
+for case in dim1_ws3 v2x_zstd_dim1_ws3 v2x_hf_titan_ws2; do
+  rm -rf "$T/dmg"
+  damaged "$case"
+  for bad in "$T/dmg"/*; do
+    kind=${bad##*/}
+    kind=${kind#*.distcp.}; kind=${kind#*.safetensors.}; kind=${kind#.metadata.}
+    rm -rf fail/*
+    run_z merge "$bad" fail/o.bin
+    if check_bad_input_exit "damaged $case/${bad##*/}" "$kind"; then
+      [ "$RC" = 0 ] || expect_empty_dir "damaged $case/${bad##*/} output" fail
+      [ "$RC" = 0 ] || [ "$(wc -l < "$ERR")" = 1 ] || fail "damaged $case/${bad##*/}: $(cat "$ERR")"
+    fi
+    tried=$((tried + 1))
+  done
+done
+[ "$tried" -ge 400 ] || fail "only $tried damaged folders tried"
+rm -rf "$T/dmg"
+
 zf_finish
