@@ -66,18 +66,30 @@ Status CheckTiling(std::span<const int64_t> grid, std::span<const Piece> pieces,
     }
     covered = io::CheckedAdd(covered, volume).value_or(UINT64_MAX);  // saturating: past numel means overlap
   }
-  // Overlaps, pairwise; sorted by the first offset so a pair is compared
-  // only while the boxes can meet in dim 0.
+  // Overlaps, pairwise, sorted by their offset in the dim where offsets
+  // differ most (the dim the tensor is split along), so a pair is compared
+  // only while the boxes can meet in that dim: O(pieces log pieces) for a
+  // split along one dim, whichever it is.
+  size_t sweep = 0;
+  size_t most = 0;
+  for (size_t d = 0; d < grid.size(); ++d) {
+    std::vector<int64_t> at;
+    for (const Piece& p : pieces) at.push_back(p.offsets[d]);
+    std::sort(at.begin(), at.end());
+    size_t distinct = static_cast<size_t>(std::unique(at.begin(), at.end()) - at.begin());
+    if (distinct > most) most = distinct, sweep = d;
+  }
   std::vector<size_t> order(pieces.size());
   std::iota(order.begin(), order.end(), size_t{0});
   if (!grid.empty())
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pieces[a].offsets[0] < pieces[b].offsets[0]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return pieces[a].offsets[sweep] < pieces[b].offsets[sweep]; });
   for (size_t x = 0; x < order.size(); ++x) {
     const Piece& a = pieces[order[x]];
     if (IsEmpty(a)) continue;
     for (size_t y = x + 1; y < order.size(); ++y) {
       const Piece& b = pieces[order[y]];
-      if (!grid.empty() && b.offsets[0] >= a.offsets[0] + a.sizes[0]) break;
+      if (!grid.empty() && b.offsets[sweep] >= a.offsets[sweep] + a.sizes[sweep]) break;
       if (IsEmpty(b) || !Overlap(a, b)) continue;
       size_t first = std::min(order[x], order[y]), second = std::max(order[x], order[y]);
       return Status::Corrupt(name(first) + " (" + BoxText(pieces[first]) + ") and " + name(second) + " (" +

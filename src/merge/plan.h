@@ -94,7 +94,8 @@ uint64_t OutputBytes(const GatherTensor& tensor);
 // Checks that the pieces' boxes tile `grid` exactly: every box of the
 // grid's rank, non-negative, inside the grid, no two sharing an element,
 // together covering every element. kCorrupt otherwise, the message naming
-// the piece(s) by `piece_names[i]` and the numbers. Pairwise: O(pieces^2).
+// the piece(s) by `piece_names[i]` and the numbers. O(pieces log pieces)
+// for a split along one dim; pairs that meet in the sweep dim otherwise.
 Status CheckTiling(std::span<const int64_t> grid, std::span<const Piece> pieces,
                    std::span<const std::string> piece_names);
 

@@ -82,3 +82,19 @@ TEST_CASE("CheckPieceView: the view must lie inside its storage") {
 
 }  // namespace
 }  // namespace zerofold::merge
+
+namespace zerofold::merge {
+namespace {
+
+TEST_CASE("CheckTiling on thousands of chunks split along dim 1, and one overlap among them") {
+  std::vector<Piece> pieces;
+  for (int64_t c = 0; c < 4096; ++c) pieces.push_back(Box({0, 4095 - c}, {3, 1}));
+  CHECK(CheckTiling(std::vector<int64_t>{3, 4096}, pieces, {}).ok());
+  pieces[10] = Box({0, 4000}, {3, 2});  // column 4085 moved to overlap 4000 and 4001
+  Status s = CheckTiling(std::vector<int64_t>{3, 4096}, pieces, {});
+  CHECK_EQ(s.code(), Code::kCorrupt);
+  CHECK_EQ(s.message(), "piece 10 (offsets [0, 4000] sizes [3, 2]) and piece 95 (offsets [0, 4000] sizes [3, 1]) overlap");
+}
+
+}  // namespace
+}  // namespace zerofold::merge
