@@ -32,7 +32,7 @@ namespace zerofold::merge {
 
 // A piece's window never shrinks below this, however many pieces are read
 // at once.
-inline constexpr size_t kMinWindowBytes = size_t{64} << 10;
+inline constexpr size_t kMinWindowBytes = size_t{16} << 10;
 
 // True if the assembler converts elements of `from` into `to`: equal
 // dtypes (copied), or two of float64, float32, float16 and bfloat16
