@@ -47,10 +47,17 @@ PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t wind
   const uint64_t run_bytes = run_ * itemsize_;
   const uint64_t step_bytes = outer_.empty() ? 0 : static_cast<uint64_t>(outer_.back().stride) * itemsize_;
   const uint64_t extent_bytes = extent.ok() ? extent->end - extent->begin : UINT64_MAX;
-  use_window_ = extent_bytes <= window_capacity_ ||
-                (run_bytes < window_capacity_ / 2 && step_bytes <= window_capacity_ / kMinRunsPerWindow) ||
-                run_bytes >= window_capacity_;
-  if (extent_bytes <= window_capacity_) window_capacity_ = static_cast<size_t>(extent_bytes);
+  if (outer_.empty()) {
+    mode_ = Mode::kForward;
+  } else if (extent_bytes <= window_capacity_) {
+    mode_ = Mode::kWholeExtent;
+    window_begin_ = window_end_ = extent.ok() ? extent->begin : 0;
+    window_capacity_ = static_cast<size_t>(extent_bytes);
+  } else if (run_bytes < window_capacity_ / 2 && step_bytes <= window_capacity_ / kMinRunsPerWindow) {
+    mode_ = Mode::kStridedWindow;
+  } else {
+    mode_ = Mode::kRunByRun;
+  }
 }
 
 PieceReader::~PieceReader() = default;
@@ -61,19 +68,43 @@ Status PieceReader::Fail(Status s) const {
   return s;
 }
 
-Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
-  const uint64_t end = pos + dst.size();
-  if (pos >= window_begin_ && end <= window_end_) {
-    std::memcpy(dst.data(), window_.data() + (pos - window_begin_), dst.size());
-    return Status::OK();
-  }
-  if (!use_window_ || dst.size() >= window_capacity_) return ReadStorage(pos, dst);
-  if (window_.size() < window_capacity_) window_.resize(window_capacity_);
+Status PieceReader::Refill(uint64_t pos, size_t size) {
   window_begin_ = pos;
-  window_end_ = std::min<uint64_t>(extent_end_, pos + window_capacity_);
-  std::span<std::byte> w(window_.data(), static_cast<size_t>(window_end_ - window_begin_));
-  ZF_TRY(ReadStorage(window_begin_, w));
-  std::memcpy(dst.data(), window_.data(), dst.size());
+  window_end_ = std::min<uint64_t>(extent_end_, pos + size);
+  const size_t n = static_cast<size_t>(window_end_ - window_begin_);
+  if (window_.size() < n) window_.resize(n);
+  return ReadStorage(window_begin_, std::span<std::byte>(window_.data(), n));
+}
+
+Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
+  while (!dst.empty()) {
+    if (pos >= window_begin_ && pos < window_end_) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(), window_end_ - pos));
+      std::memcpy(dst.data(), window_.data() + (pos - window_begin_), n);
+      pos += n;
+      dst = dst.subspan(n);
+      continue;
+    }
+    switch (mode_) {
+      case Mode::kForward:
+        // Large reads go straight to the caller; small ones (a row's share
+        // of a dim-1 chunk) through a window that doubles with each refill.
+        if (dst.size() >= kFirstWindowBytes) return ReadStorage(pos, dst);
+        ZF_TRY(Refill(pos, std::min(next_window_, window_capacity_)));
+        next_window_ = std::min(next_window_ * 2, window_capacity_);
+        break;
+      case Mode::kWholeExtent:
+        if (window_end_ > window_begin_) return Status::Internal("a read outside the view's extent");
+        ZF_TRY(Refill(window_begin_, window_capacity_));
+        break;
+      case Mode::kStridedWindow:
+        if (dst.size() >= window_capacity_) return ReadStorage(pos, dst);
+        ZF_TRY(Refill(pos, window_capacity_));
+        break;
+      case Mode::kRunByRun:
+        return ReadStorage(pos, dst);
+    }
+  }
   return Status::OK();
 }
 

@@ -2,11 +2,13 @@
 // elements of its strided view in the box's C order, in the storage's
 // dtype, as many as the caller asks for at a time.
 //
-// Untransformed pieces are read positionally through a window of
-// `window_bytes`: a view whose byte extent fits is read once; contiguous
-// runs are read forward a window at a time (reads larger than the window go
-// straight to the caller's buffer); a view whose runs are short and far
-// apart (a transpose) is read run by run. A zstd piece is decompressed as a
+// Pieces are read positionally through a window of at most `window_bytes`:
+// a contiguous view front to back, reads of kFirstWindowBytes or more
+// straight into the caller's buffer and smaller ones (a row's share of a
+// dim-1 chunk) through a window that starts at kFirstWindowBytes and doubles
+// with each refill; a strided view whose byte extent fits the window with
+// one read; other strided views a window at a time, or run by run when
+// their runs are short and far apart (a large transpose). A zstd piece is decompressed as a
 // stream, skipping forward to each read; a read behind the stream's
 // position (a strided view larger than the window) decompresses the frame
 // again from its start: correct in bounded memory, slow for large
@@ -29,6 +31,10 @@
 
 namespace zerofold::merge {
 
+// The first window of a contiguous view, and the smallest read that goes
+// around the window.
+inline constexpr size_t kFirstWindowBytes = size_t{64} << 10;
+
 class PieceReader {
  public:
   // REQUIRES: CheckPieceView(piece) passed.
@@ -50,7 +56,11 @@ class PieceReader {
     int64_t size;
     int64_t stride;
   };
+  enum class Mode : uint8_t { kForward, kWholeExtent, kStridedWindow, kRunByRun };
+  // Fills dst with storage bytes from `pos`, through or around the window.
   Status Fetch(uint64_t pos, std::span<std::byte> dst);
+  // Reads the window: storage bytes [pos, pos + size) clipped to the extent.
+  Status Refill(uint64_t pos, size_t size);
   // dst.size() bytes of the storage from byte `pos`.
   Status ReadStorage(uint64_t pos, std::span<std::byte> dst);
   Status Fail(Status s) const;
@@ -66,10 +76,11 @@ class PieceReader {
   uint64_t run_left_ = 0;    // elements left in the current run
   uint64_t element_ = 0;     // storage element the current run starts at
   uint64_t extent_end_ = 0;  // storage bytes past the view's last one are never read
+  Mode mode_ = Mode::kForward;
   std::vector<std::byte> window_;
   size_t window_capacity_ = 0;
+  size_t next_window_ = kFirstWindowBytes;      // kForward: the next refill's size
   uint64_t window_begin_ = 0, window_end_ = 0;  // storage bytes window_ holds
-  bool use_window_ = false;
   // zstd: the decompressing stream, at storage byte stream_pos_.
   std::unique_ptr<StreamSource> stream_;
   uint64_t stream_pos_ = 0;
