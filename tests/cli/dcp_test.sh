@@ -109,6 +109,13 @@ expect "shards, verify" 0 ""
   || fail "shards: $(ls sh)"
 grep -q "^verified 6 tensors, " "$OUT" || fail "verify line: $(cat "$OUT")"
 
+# --- progress ------------------------------------------------------------------------------
+run_z merge --force --progress "$D/dim0_ws2/ckpt" p.bin
+expect_progress=$(grep -c $'\r.*merge \[' "$ERR")
+zf_checks=$((zf_checks + 1))
+[ "$RC" = 0 ] && [ "$expect_progress" -ge 1 ] && [ "$(tail -c 4 "$ERR" | od -An -c | tr -d ' ')" = '\r033[K' ] \
+  || fail "progress on stderr, cleared at the end: $(od -c "$ERR" | tail -3)"
+
 # --- inspect ---------------------------------------------------------------------------------
 run_z inspect "$D/accelerate_ws4/ckpt"
 expect "inspect" 0 ""
