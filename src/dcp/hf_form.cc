@@ -41,6 +41,7 @@ std::vector<std::string> HfShardFiles(Env* env, const std::string& dir) {
 Result<Metadata> ReadHfForm(Env* env, const std::string& folder, const std::vector<std::string>& files) {
   Metadata md;
   md.schema_2x = true;
+  md.safetensors_form = true;
   std::map<std::string, size_t> entry_of;  // key -> index into md.entries
   for (const std::string& name : files) {
     const std::string path = model::JoinPath(folder, name);

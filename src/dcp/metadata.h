@@ -74,6 +74,7 @@ struct Metadata {
   std::vector<StorageItem> storage;  // storage_data in its order
   std::string version;               // Metadata.version (2.4+), "" when absent
   bool schema_2x = false;            // torch.distributed.checkpoint module paths
+  bool safetensors_form = false;     // read from the shards' headers (dcp/hf_form.h), no .metadata
 };
 
 // Interprets `bytes` (the whole .metadata file). Errors (record

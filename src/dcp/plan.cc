@@ -156,7 +156,8 @@ Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string
 
 Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
                                   const PlanOptions& options, OpenFiles* files) {
-  const std::string metadata_path = model::JoinPath(folder, kMetadataFile);
+  // Where the chunk boxes come from: .metadata, or the folder of shards.
+  const std::string metadata_path = md.safetensors_form ? folder : model::JoinPath(folder, kMetadataFile);
   std::map<std::pair<std::string, std::vector<int64_t>>, size_t> where;  // (fqn, offsets) -> storage item
   for (size_t i = 0; i < md.storage.size(); ++i)
     if (md.storage[i].offset) where.emplace(std::make_pair(md.storage[i].fqn, *md.storage[i].offset), i);

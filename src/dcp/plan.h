@@ -67,7 +67,8 @@ struct OpenFiles {
 };
 
 // Plans the selected tensors of `md` (the folder's metadata). Errors (path:
-// the .distcp file or the .metadata file; record: the key):
+// the data file, or the .metadata file (the folder for the safetensors
+// form); record: the key):
 //   kCorrupt      chunks that leave a gap, overlap, or lie outside the
 //                 shape; a chunk without storage_data, or whose
 //                 [offset, offset + length) overflows or passes its file's

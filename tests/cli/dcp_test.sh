@@ -99,6 +99,37 @@ check unsafe_chunk "zerofold: $B/unsafe_chunk/__1_0.distcp: w: unsafe: the chunk
 check no_metadata "zerofold: $B/no_metadata: corrupt: holds .distcp files but no .metadata: not a complete Distributed Checkpoint"
 check zstd_version2 "zerofold: $B/zstd_version2/__0_0.distcp: w: unsupported: transform stream.zstd/2 (only stream.zstd/1 is read)"
 
+# The safetensors form with a damaged DCP_SHARDING_INFO in rank 1's first shard.
+hf_variant() {  # hf_variant DIR PYTHON-EXPR-ON-info: a copy of v2x_hf_dim0_ws2 with info rewritten
+  rm -rf "$1"
+  cp -r "$D/v2x_hf_dim0_ws2/ckpt" "$1"
+  "$PY" - "$1/shard-00001-model-00001-of-00001.safetensors" "$2" <<'PYEOF'
+import json, struct, sys
+path, expr = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+info = json.loads(header["__metadata__"]["DCP_SHARDING_INFO"])
+header["__metadata__"]["DCP_SHARDING_INFO"] = eval(expr, {"info": info, "json": json})
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PYEOF
+}
+hf_variant hf_text '"not json"'
+run_z merge hf_text fail/o.bin
+expect "safetensors form: info not JSON" 1 "zerofold: hf_text/shard-00001-model-00001-of-00001.safetensors: header: corrupt: DCP_SHARDING_INFO is no JSON object
+"
+hf_variant hf_rank 'json.dumps({k: {"saved_offsets": [0, 0, 0]} for k in info})'
+run_z merge hf_rank fail/o.bin
+expect "safetensors form: offsets of another rank" 1 "zerofold: hf_rank/shard-00001-model-00001-of-00001.safetensors: big.weight: corrupt: DCP_SHARDING_INFO gives no saved_offsets of 2 ints
+"
+hf_variant hf_gap 'json.dumps({k: {"saved_offsets": [v["saved_offsets"][0] + 1] + v["saved_offsets"][1:]} if k == "big.weight" else v for k, v in info.items()})'
+run_z merge hf_gap fail/o.bin
+expect "safetensors form: a chunk moved" 1 "zerofold: hf_gap: big.weight: corrupt: chunk 0 (shard-00001-model-00001-of-00001.safetensors) (offsets [1, 0] sizes [128, 96]) and chunk 1 (shard-00002-model-00001-of-00001.safetensors) (offsets [128, 0] sizes [128, 96]) overlap
+"
+expect_empty_dir "safetensors form failures" fail
+
 # --- existing outputs, --force, shards ---------------------------------------------------
 run_z merge "$D/dim0_ws2/ckpt" out/
 expect "existing output" 2 "zerofold: out/pytorch_model.bin: invalid argument: exists; use --force to replace it
