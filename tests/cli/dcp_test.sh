@@ -130,6 +130,35 @@ expect "safetensors form: a chunk moved" 1 "zerofold: hf_gap: big.weight: corrup
 "
 expect_empty_dir "safetensors form failures" fail
 
+# More rank files than the soft limit on open files: merge raises it to the hard limit.
+"$PY" - many <<'PYEOF'
+import json, os, struct, sys
+out = sys.argv[1]
+os.makedirs(out)
+for r in range(300):
+    info = json.dumps({"w": {"saved_offsets": [r, 0]}})
+    header = {"__metadata__": {"DCP_SHARDING_INFO": info, "DCP_VERSION": "1.0", "format": "pt"},
+              "w": {"dtype": "F32", "shape": [1, 2], "data_offsets": [0, 8]}}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    data = struct.pack("<2f", 2 * r, 2 * r + 1)
+    name = f"shard-{r + 1:05d}-model-00001-of-00001.safetensors"
+    open(os.path.join(out, name), "wb").write(struct.pack("<Q", len(text)) + text + data)
+PYEOF
+zf_checks=$((zf_checks + 1))
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 400 ]; then
+  (ulimit -Sn 100 && "$Z" merge --quiet many many.safetensors) 2>"$ERR" || fail "300 rank files, soft limit 100: $(cat "$ERR")"
+  "$PY" - many.safetensors <<'PYEOF' || fail "300 rank files: values"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+w = json.loads(data[8:8 + n])["w"]
+assert w["shape"] == [300, 2], w
+b, e = w["data_offsets"]
+assert list(struct.unpack("<600f", data[8 + n + b:8 + n + e])) == list(range(600))
+PYEOF
+fi
+
 # --- existing outputs, --force, shards ---------------------------------------------------
 run_z merge "$D/dim0_ws2/ckpt" out/
 expect "existing output" 2 "zerofold: out/pytorch_model.bin: invalid argument: exists; use --force to replace it
