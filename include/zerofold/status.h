@@ -77,6 +77,9 @@ class [[nodiscard]] Status {
   // Replace the record unconditionally (used when an inner layer's record is
   // less useful than the outer one's).
   Status& SetRecord(std::string_view record);
+  // Replace the offset unconditionally (an inner reader counted from the
+  // start of a slice of the file; the outer one knows where it starts).
+  Status& SetOffset(uint64_t offset);
 
   // "PATH: RECORD @ OFFSET: code: message", leaving out unset parts, with
   // path and record escaped by EscapeForDisplay(..., kEscape) and the

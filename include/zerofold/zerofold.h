@@ -244,6 +244,10 @@ ZF_EXPORT zf_code zf_merge_options_set_dtype(zf_merge_options* options, const ch
 /* The tag folder to merge (--tag); NULL or "" (the default): the one the
  * checkpoint's `latest` file names. ZF_E_NOMEM when the copy fails. */
 ZF_EXPORT zf_code zf_merge_options_set_tag(zf_merge_options* options, const char* tag, zf_error* err) ZF_NOEXCEPT;
+/* Distributed Checkpoint folders only: merge the keys under `prefix`
+ * (--select, e.g. "optimizer.state"), named relative to it; "" every key;
+ * NULL (the default) the model weights. ZF_E_NOMEM when the copy fails. */
+ZF_EXPORT zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefix, zf_error* err) ZF_NOEXCEPT;
 /* Adds a glob pattern (*, ?, [..]) on tensor names (--only); when any is
  * set, only matching names are merged (ties follow). ZF_E_INVALID_ARGUMENT
  * for NULL or "". */
@@ -260,13 +264,13 @@ ZF_EXPORT void zf_merge_options_set_progress(zf_merge_options* options, zf_progr
 /* What zf_merge did (or, for a dry run, would do). The fields never change
  * or move. */
 typedef struct zf_merge_report {
-  int32_t zero_stage;        /* 1, 2 or 3 */
-  uint32_t world_size;       /* data-parallel ranks */
+  int32_t zero_stage;        /* 1, 2 or 3; 0 for a Distributed Checkpoint */
+  uint32_t world_size;       /* data-parallel ranks; DCP: the data files read */
   uint64_t output_files;     /* checkpoint files written; the index not counted */
   uint64_t output_bytes;     /* their bytes, exact also for dry runs */
   uint64_t tensor_bytes;     /* tensor data bytes written */
   uint64_t bytes_read;       /* rank-file bytes read to write them */
-  uint64_t params;           /* trainable params */
+  uint64_t params;           /* trainable params; DCP: tensors written */
   uint64_t frozen_params;
   uint64_t buffers;
   uint64_t ties;             /* names tied to another name */
@@ -274,9 +278,12 @@ typedef struct zf_merge_report {
   uint64_t verified_bytes;   /* verify: their bytes; else 0 */
 } zf_merge_report;
 
-/* Rebuilds the full model of the DeepSpeed ZeRO stage 1/2/3 checkpoint in
- * `ckpt_dir` (holding `latest` and global_stepN/ folders, or a tag folder
- * itself) into `out`, as `zerofold merge [FLAGS] CKPT_DIR OUT` does: a file
+/* Rebuilds full tensors of the PyTorch Distributed Checkpoint folder in
+ * `ckpt_dir` (.metadata and *.distcp, the safetensors form, or a folder
+ * holding pytorch_model_fsdp_0/), or the full model of the DeepSpeed ZeRO
+ * stage 1/2/3 checkpoint in `ckpt_dir` (holding `latest` and global_stepN/
+ * folders, or a tag folder itself), into `out`, as
+ * `zerofold merge [FLAGS] CKPT_DIR OUT` does: a file
  * when `out` ends in .bin, .pt or .safetensors, else a folder (created)
  * receiving pytorch_model.bin / model.safetensors, or shards and an index.
  * Output files appear only when all of them are complete. options NULL
@@ -289,8 +296,8 @@ ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge
 
 /* ---- inspect and verify ------------------------------------------------ */
 
-/* Lists `path` (a torch file, a safetensors file, or a Hugging Face model
- * folder) as `zerofold inspect --json PATH` does, reading no tensor bytes:
+/* Lists `path` (a torch file, a safetensors file, a Hugging Face model
+ * folder, or a Distributed Checkpoint folder) as `zerofold inspect --json PATH` does, reading no tensor bytes:
  * the same JSON document, byte for byte, trailing newline included (schema
  * in README.md). A file that cannot be listed appears in the document with
  * an "error" object, as in the CLI.

@@ -2,11 +2,13 @@
 // zf_free, zf_version.
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "capi/capi_version.h"
 #include "capi/error.h"
+#include "dcp/listing.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
@@ -26,8 +28,14 @@ Status InspectJson(const std::string& path, std::string* doc, Status* first) {
   Env* env = Env::Default();
   const model::ListOptions options;
   model::JsonFiles json_files;
-  Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
-  if (!files.ok()) {
+  Result<std::optional<dcp::Listing>> dcp_listing = dcp::ListDcpPath(env, path, options.torch);
+  Result<model::ModelFiles> files = model::ModelFiles{};
+  if (!dcp_listing.ok()) {
+    json_files.AddError(path, dcp_listing.status());
+    *first = dcp_listing.status();
+  } else if (*dcp_listing) {
+    json_files.AddWith([&](json::Writer& w) { dcp::WriteListingJson(w, **dcp_listing); });
+  } else if (files = model::ResolveModelPath(env, path); !files.ok()) {
     json_files.AddError(path, files.status());
     *first = files.status();
   } else {

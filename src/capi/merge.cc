@@ -15,7 +15,8 @@ namespace {
 
 void Fill(const ops::MergeReport& r, zf_merge_report* report) {
   report->zero_stage = r.plan.zero_stage;
-  report->world_size = r.plan.world_size;
+  report->world_size = r.kind == ops::CheckpointKind::kDcp ? static_cast<uint32_t>(r.gather.sources.size())
+                                                           : r.plan.world_size;
   for (const ops::MergeOutputFile& f : r.files) {
     report->output_files += 1;
     report->output_bytes += f.bytes;

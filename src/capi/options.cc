@@ -167,6 +167,15 @@ zf_code zf_merge_options_set_tag(zf_merge_options* options, const char* tag, zf_
   });
 }
 
+zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefix, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (prefix == nullptr) options->merge.select.reset();
+    else options->merge.select = std::string(prefix);
+    return Status::OK();
+  });
+}
+
 zf_code zf_merge_options_add_only(zf_merge_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();

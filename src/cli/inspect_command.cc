@@ -1,5 +1,7 @@
 // zerofold inspect PATH... [--json]
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "dcp/listing.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
@@ -28,9 +31,14 @@ constexpr const char* kInspectHelp =
     "ratio, tied tensors and unsafe globals (globals that would run code if\n"
     "torch.load unpickled the file; zerofold never runs them).\n"
     "\n"
-    "PATH is a torch file (zip or legacy format), a safetensors file, or a\n"
+    "PATH is a torch file (zip or legacy format), a safetensors file, a\n"
     "Hugging Face model folder (pytorch_model.bin.index.json,\n"
-    "model.safetensors.index.json, pytorch_model.bin, model.safetensors).\n"
+    "model.safetensors.index.json, pytorch_model.bin, model.safetensors), or a\n"
+    "PyTorch Distributed Checkpoint folder (.metadata and *.distcp, the\n"
+    "safetensors form, or a training output folder holding\n"
+    "pytorch_model_fsdp_0/): every key with dtype, global shape, chunk count\n"
+    "and files, the non-tensor keys, and tensor bytes per group (model\n"
+    "weights, optimizer, lr_scheduler, dataloader, train_state).\n"
     "\n"
     "flags:\n";
 
@@ -84,6 +92,34 @@ void PrintHuman(const model::Listing& l) {
   }
 }
 
+void PrintDcp(const dcp::Listing& l) {
+  std::printf("%s (PyTorch Distributed Checkpoint, %s layout%s%s, %zu data files)\n", Shown(l.path).c_str(),
+              l.safetensors_form ? "safetensors" : l.schema_2x ? "torch 2.x" : "torch 1.13",
+              l.version.empty() ? "" : ", version ", Shown(l.version).c_str(), l.files.size());
+  size_t w = 4;
+  for (const dcp::KeyListing& k : l.tensors) w = std::max(w, Shown(k.key).size());
+  if (w > 60) w = 60;
+  std::printf("  %-*s %-9s %-16s %6s %12s  %s\n", static_cast<int>(w), "key", "dtype", "shape", "chunks", "bytes",
+              "files");
+  for (const dcp::KeyListing& k : l.tensors) {
+    std::string files;
+    for (size_t i = 0; i < k.files.size(); ++i) {
+      if (i) files.push_back(' ');
+      files.append(Shown(k.files[i]));
+    }
+    std::printf("  %-*s %-9s %-16s %6zu %12llu  %s\n", static_cast<int>(w), Shown(k.key).c_str(), k.dtype.c_str(),
+                Dims(k.shape).c_str(), k.chunks, static_cast<unsigned long long>(k.nbytes), files.c_str());
+  }
+  for (const std::string& k : l.non_tensor) std::printf("  %s  (not a tensor)\n", Shown(k).c_str());
+  std::string totals;
+  for (const dcp::GroupTotal& g : l.groups) {
+    if (g.tensors == 0 && g.group != "model") continue;
+    if (!totals.empty()) totals.append("; ");
+    totals.append(g.group).append(" ").append(std::to_string(g.tensors)).append(" tensors ").append(HumanBytes(g.nbytes));
+  }
+  std::printf("  %zu tensor keys, %zu non-tensor keys: %s\n", l.tensors.size(), l.non_tensor.size(), totals.c_str());
+}
+
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& argv) {
@@ -109,6 +145,24 @@ int RunInspect(const std::vector<std::string>& argv) {
   model::JsonFiles json_files;
   bool first = true;
   for (const std::string& path : args.positionals) {
+    Result<std::optional<dcp::Listing>> dcp_listing = dcp::ListDcpPath(env, path, options.torch);
+    if (!dcp_listing.ok()) {
+      PrintError(dcp_listing.status());
+      worst = std::max(worst, ExitCodeFor(dcp_listing.status()));
+      json_files.AddError(path, dcp_listing.status());
+      continue;
+    }
+    if (*dcp_listing) {
+      const dcp::Listing& l = **dcp_listing;
+      if (as_json) {
+        json_files.AddWith([&](json::Writer& w) { dcp::WriteListingJson(w, l); });
+      } else {
+        if (!first) std::printf("\n");
+        first = false;
+        PrintDcp(l);
+      }
+      continue;
+    }
     Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
     if (!files.ok()) {
       PrintError(files.status());

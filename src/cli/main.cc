@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
+#include "io/process_limits.h"
 
 namespace {
 
@@ -21,12 +22,15 @@ constexpr const char* kHelp =
     "commands:\n"
     "  inspect PATH...   list tensors, storages, bloat, ties and unsafe globals of\n"
     "                    torch files (zip or legacy), safetensors files, or\n"
-    "                    Hugging Face model folders; --json for pipelines\n"
+    "                    Hugging Face model folders, or the keys of a PyTorch\n"
+    "                    Distributed Checkpoint folder; --json for pipelines\n"
     "  shrink IN OUT     rewrite every tensor into exactly sized storage: the\n"
     "                    fix for sharded checkpoints that each carry whole flat\n"
     "                    ZeRO/FSDP buffers; files or Hugging Face folders\n"
     "  merge CKPT OUT    rebuild the full fp32 model from a DeepSpeed ZeRO 1/2/3\n"
-    "                    checkpoint (zero_to_fp32.py without Python), streaming;\n"
+    "                    checkpoint (zero_to_fp32.py without Python), or full\n"
+    "                    tensors from a PyTorch Distributed Checkpoint folder\n"
+    "                    (FSDP, TorchTitan, Accelerate), streaming;\n"
     "                    torch or safetensors output, sharded or one file\n"
     "  convert IN OUT    torch (zip or legacy) and safetensors, files or folders,\n"
     "                    to torch or safetensors: --dtype, --max-shard-size,\n"
@@ -59,7 +63,10 @@ int main(int argc, char** argv) {
   }
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
   if (command == "shrink") return zerofold::cli::RunShrink(rest);
-  if (command == "merge") return zerofold::cli::RunMerge(rest);
+  if (command == "merge") {
+    zerofold::io::RaiseOpenFileLimit();
+    return zerofold::cli::RunMerge(rest);
+  }
   if (command == "convert") return zerofold::cli::RunConvert(rest);
   if (command == "diff") return zerofold::cli::RunDiff(rest);
   return zerofold::cli::UsageError("", "unknown command '" + command + "'");

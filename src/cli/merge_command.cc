@@ -23,7 +23,18 @@ namespace {
 constexpr const char* kMergeHelp =
     "usage: zerofold merge [FLAGS] CKPT_DIR OUT\n"
     "\n"
-    "Rebuilds the full model from a DeepSpeed ZeRO stage 1, 2 or 3 checkpoint,\n"
+    "Rebuilds full tensors from a PyTorch Distributed Checkpoint folder (FSDP,\n"
+    "FSDP2, TorchTitan, torchtune, Accelerate: .metadata and *.distcp files,\n"
+    "torch 1.13 or 2.x layout, stream.zstd/1 chunks; or torch 2.8's\n"
+    "safetensors form) or a training output\n"
+    "folder holding one (pytorch_model_fsdp_0/): every chunk of every key\n"
+    "placed by its offsets, dtypes as saved. By default the model weights:\n"
+    "optimizer, lr_scheduler, dataloader and train_state keys are left out\n"
+    "(counted), non-tensor values too, and a single top-level `model.` prefix\n"
+    "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
+    "named relative to it.\n"
+    "\n"
+    "Or rebuilds the full model from a DeepSpeed ZeRO stage 1, 2 or 3 checkpoint,\n"
     "as DeepSpeed's zero_to_fp32.py does, without Python or DeepSpeed: trainable\n"
     "params as their fp32 master weights, frozen params and buffers from the\n"
     "module (16-bit values upcast to float32 exactly, integer buffers kept as\n"
@@ -31,8 +42,8 @@ constexpr const char* kMergeHelp =
     "partitions are read (never the Adam moments), each tensor streamed through\n"
     "a bounded buffer: memory stays small whatever the model's size.\n"
     "\n"
-    "CKPT_DIR holds `latest` (naming the tag) and global_stepN/ folders, or is\n"
-    "a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
+    "A DeepSpeed CKPT_DIR holds `latest` (naming the tag) and global_stepN/\n"
+    "folders, or is a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
     "shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
     "--to safetensors model.safetensors or its shards and index), or a file\n"
     "name ending in .bin, .pt or .safetensors, written as that one file.\n"
@@ -43,13 +54,16 @@ constexpr const char* kMergeHelp =
     "  zerofold merge --to safetensors ckpt/ out/     # out/model.safetensors\n"
     "  zerofold merge --dry-run ckpt/ model.bin       # names, shapes, sources\n"
     "  zerofold merge --only 'transformer.h.0.*' ckpt/ part.bin\n"
+    "  zerofold merge --to safetensors fsdp_ckpt/ out/   # a DCP folder\n"
+    "  zerofold merge --select optimizer.state fsdp_ckpt/ adam.safetensors\n"
     "\n"
     "flags:\n";
 
 const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
-    {"dtype", true, "dtype of every floating tensor: float32 (default), float16, bfloat16; rounded as torch's .to()", "DTYPE"},
+    {"dtype", true, "dtype of every floating tensor: float32, float16, bfloat16 (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
+    {"select", true, "DCP: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
@@ -85,7 +99,46 @@ std::string StageText(const ops::MergeReport& r) {
   return s + ", world size " + std::to_string(r.plan.world_size);
 }
 
+// A DCP piece: the chunk's box and where its bytes are.
+std::string PieceText(const ops::MergeReport& r, const merge::Piece& p) {
+  std::string file = p.file < r.gather.sources.size() ? Base(r.gather.sources[p.file].path) : "?";
+  const uint64_t itemsize = torch::Info(p.dtype).itemsize;
+  std::string text = file + " offsets " + torch::ShapeText(p.offsets) + " sizes " + torch::ShapeText(p.sizes);
+  if (p.transform == merge::Transform::kZstd) {
+    text += " zstd frame [" + std::to_string(p.frame_offset) + ", " + std::to_string(p.frame_offset + p.frame_length) +
+            ")";
+  } else {
+    uint64_t begin = p.data_offset + static_cast<uint64_t>(p.view_offset) * itemsize;
+    text += " bytes [" + std::to_string(begin) + ", " + std::to_string(begin + merge::NumelOf(p.sizes) * itemsize) + ")";
+  }
+  return text;
+}
+
+std::string LeftOutText(const ops::MergeReport& r) {
+  std::string text;
+  for (const auto& [group, n] : r.selection.left_out) text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
+  return text;
+}
+
+void PrintDcpPlan(const ops::MergeReport& r) {
+  std::printf("%s: PyTorch Distributed Checkpoint (%s layout%s%s), %zu files\n", r.dcp_folder.c_str(),
+              r.dcp_schema_2x ? "torch 2.x" : "torch 1.13", r.dcp_version.empty() ? "" : ", version ",
+              r.dcp_version.c_str(), r.gather.sources.size());
+  for (const ops::MergeOutputFile& f : r.files) {
+    std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
+    for (size_t i : f.entries) {
+      const ops::OutputEntry& e = r.layout.entries[i];
+      const merge::GatherTensor& t = r.gather.tensors[e.tensor];
+      std::printf("  %s  %s %s  %zu chunk%s\n", e.name.c_str(), std::string(torch::Info(t.dtype).name).c_str(),
+                  torch::ShapeText(t.shape).c_str(), t.pieces.size(), t.pieces.size() == 1 ? "" : "s");
+      for (const merge::Piece& p : t.pieces) std::printf("    <- %s\n", PieceText(r, p).c_str());
+    }
+  }
+  if (!r.index.empty()) std::printf("%s\n", r.index.c_str());
+}
+
 void PrintPlan(const ops::MergeReport& r) {
+  if (r.kind == ops::CheckpointKind::kDcp) return PrintDcpPlan(r);
   std::printf("%s: %s, DeepSpeed %s\n", r.tag_folder.c_str(), StageText(r).c_str(),
               r.ds_version.empty() ? "?" : r.ds_version.c_str());
   for (const ops::MergeOutputFile& f : r.files) {
@@ -108,6 +161,18 @@ void PrintPlan(const ops::MergeReport& r) {
 }
 
 void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_run) {
+  if (r.kind == ops::CheckpointKind::kDcp) {
+    std::string left = LeftOutText(r);
+    std::printf("%s (DCP, %zu files) -> %s: %zu tensors%s; left out: %s%s%zu non-tensor; %s in %zu file%s%s\n",
+                r.checkpoint.c_str(), r.gather.sources.size(), out.c_str(), r.layout.entries.size(),
+                r.selection.stripped_model_prefix ? " ('model.' stripped)" : "", left.c_str(), left.empty() ? "" : ", ",
+                r.selection.non_tensor, HumanBytes(r.tensor_bytes).c_str(), r.files.size(),
+                r.files.size() == 1 ? "" : "s", dry_run ? " [dry run]" : "");
+    if (r.verified)
+      std::printf("verified %zu tensors, %llu bytes\n", r.verified_tensors,
+                  static_cast<unsigned long long>(r.verified_bytes));
+    return;
+  }
   std::printf("%s (%s) -> %s: %zu params, %zu frozen, %zu buffers, %zu tied; %s in %zu file%s%s\n",
               r.checkpoint.c_str(), StageText(r).c_str(), out.c_str(), r.params, r.frozen_params, r.buffers, r.ties,
               HumanBytes(r.tensor_bytes).c_str(), r.files.size(), r.files.size() == 1 ? "" : "s",
@@ -118,9 +183,29 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
 }
 
 void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
+  const bool dcp = r.kind == ops::CheckpointKind::kDcp;
   w.BeginObject();
   w.Key("checkpoint");
   w.String(r.checkpoint);
+  w.Key("kind");
+  w.String(dcp ? "dcp" : "zero");
+  if (dcp) {
+    w.Key("dcp_folder");
+    w.String(r.dcp_folder);
+    w.Key("dcp_schema");
+    w.String(r.dcp_schema_2x ? "2.x" : "1.13");
+    w.Key("model_prefix_stripped");
+    w.Bool(r.selection.stripped_model_prefix);
+    w.Key("left_out");
+    w.BeginObject();
+    for (const auto& [group, n] : r.selection.left_out) {
+      w.Key(group);
+      w.Uint(n);
+    }
+    w.EndObject();
+    w.Key("non_tensor");
+    w.Uint(r.selection.non_tensor);
+  }
   w.Key("tag_folder");
   w.String(r.tag_folder);
   w.Key("tag");
@@ -200,12 +285,12 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
   for (size_t k = 0; k < r.files.size(); ++k) {
     for (size_t i : r.files[k].entries) {
       const ops::OutputEntry& e = r.layout.entries[i];
-      const zero::OutputTensor& t = r.plan.tensors[e.tensor];
+      const merge::GatherTensor& t = r.gather.tensors[e.tensor];
       w.BeginObject();
       w.Key("name");
       w.String(e.name);
       w.Key("kind");
-      w.String(e.tie ? "tie" : zero::TensorKindName(t.kind));
+      w.String(e.tie ? "tie" : dcp ? "tensor" : zero::TensorKindName(r.plan.tensors[e.tensor].kind));
       w.Key("dtype");
       w.String(torch::Info(t.dtype).name);
       w.Key("shape");
@@ -220,7 +305,11 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
       } else {
         w.Key("sources");
         w.BeginArray();
-        for (const zero::SourceSlice& s : t.slices) w.String(SourceText(r, s));
+        if (dcp) {
+          for (const merge::Piece& p : t.pieces) w.String(PieceText(r, p));
+        } else {
+          for (const zero::SourceSlice& s : r.plan.tensors[e.tensor].slices) w.String(SourceText(r, s));
+        }
         w.EndArray();
       }
       w.EndObject();
@@ -267,6 +356,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");
+  options.select = args.Value("select");
   if (auto v = args.Value("only")) {
     options.only = SplitCommas(*v);
     if (options.only.empty()) return UsageError("merge", "--only needs a pattern");

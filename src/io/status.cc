@@ -62,6 +62,11 @@ Status& Status::SetRecord(std::string_view record) {
   return *this;
 }
 
+Status& Status::SetOffset(uint64_t offset) {
+  if (state_) state_->offset = offset;
+  return *this;
+}
+
 std::string EscapeForDisplay(std::string_view text, Backslash backslash) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

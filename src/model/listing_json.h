@@ -4,6 +4,7 @@
 #ifndef ZEROFOLD_MODEL_LISTING_JSON_H_
 #define ZEROFOLD_MODEL_LISTING_JSON_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ class JsonFiles {
   void Add(const model::Listing& listing);
   // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
   void AddError(const std::string& path, const Status& status);
+  // An element written by `write` (one JSON object), for listings of other
+  // stages (a Distributed Checkpoint folder: dcp/listing.h).
+  void AddWith(const std::function<void(json::Writer&)>& write) { write(w_); }
   // The whole document, with a trailing newline; an error only for a
   // zerofold bug (writer misuse).
   Result<std::string> Finish();

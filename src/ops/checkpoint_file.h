@@ -3,7 +3,7 @@
 // comparison works on one model whatever the input's format.
 //
 // A safetensors file becomes the model torch.save writes for the state dict
-// safetensors.torch.load_file returns (ops/merge_pickle.h): an OrderedDict
+// safetensors.torch.load_file returns (merge/pickle.h): an OrderedDict
 // of its tensors in name order (bytewise, as safe_open.keys() gives them),
 // one storage per tensor keyed "0", "1", ... in that order, each view
 // contiguous at offset 0. Storage::data_offset is the tensor's absolute

@@ -629,6 +629,37 @@ static void test_merge(void) {
   CHECK_STR(error_line(&b.e), cli_first_error_line());
 }
 
+/* A Distributed Checkpoint folder: the same bytes as the CLI's, --select. */
+static void test_merge_dcp(void) {
+  PATH(ckpt, "%s/dcp/accelerate_ws4/ckpt", fixtures);
+  PATH(want, "%s/dcp_cli.safetensors", tmp);
+  PATH(got, "%s/dcp_capi.safetensors", tmp);
+  CHECK_EQ_U64(run_cli(fmt("merge --quiet --select optimizer.state '%s' '%s'", ckpt, want)), 0);
+  zf_merge_options* o = zf_merge_options_create();
+  CHECK_CODE(zf_merge_options_set_select(o, "optimizer.state", NULL), ZF_OK);
+  zf_merge_report r;
+  memset(&r, 0xff, sizeof r);
+  CHECK_CODE(zf_merge(ckpt, got, o, &r, NULL), ZF_OK);
+  CHECK(same_bytes(got, want));
+  CHECK_EQ_U64(r.zero_stage, 0);
+  CHECK_EQ_U64(r.world_size, 4);
+  CHECK_EQ_U64(r.params, 12);
+  CHECK_EQ_U64(r.output_bytes, file_size(got));
+  /* Default selection: the model weights, 'model.' stripped. */
+  CHECK_CODE(zf_merge_options_set_select(o, NULL, NULL), ZF_OK);
+  zf_merge_options_set_force(o, 1);
+  CHECK_CODE(zf_merge(ckpt, got, o, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.params, 5);
+  zf_merge_options_destroy(o);
+  /* A hostile folder: the CLI's error line. */
+  error_buffers b;
+  PATH(overlap, "%s/dcp/bad/overlap", fixtures);
+  CHECK_CODE(zf_merge(overlap, fmt("%s/z.bin", tmp), NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_EQ_U64(run_cli(fmt("merge '%s' '%s/z.bin'", overlap, tmp)), 1);
+  CHECK_STR(error_line(&b.e), cli_first_error_line());
+  CHECK(!exists(fmt("%s/z.bin", tmp)));
+}
+
 /* zf_inspect_json(path) returns `code` and the CLI's stdout for
  * `inspect --json path`, byte for byte. */
 static void check_inspect(const char* path, zf_code code) {
@@ -660,6 +691,9 @@ static void test_inspect(void) {
       {"f", "torch/views.pt", ZF_OK},
       {"f", "torch/legacy_views_tied.pt", ZF_OK},
       {"f", "hf/bloated", ZF_OK},
+      {"f", "dcp/accelerate_ws4/ckpt", ZF_OK},
+      {"f", "dcp/v2x_hf_titan_ws2/ckpt", ZF_OK},
+      {"f", "dcp/bad/unsafe_eval", ZF_E_UNSAFE},
       {"t", "st_capi", ZF_OK}, /* safetensors shards written above */
       {"f", "bad/deflated.pt", ZF_E_UNSUPPORTED},
       {"t", "no_such.pt", ZF_E_NOT_FOUND},
@@ -785,6 +819,7 @@ int main(int argc, char** argv) {
   test_shrink_select_dtype();
   test_errors();
   test_merge();
+  test_merge_dcp();
   test_inspect();
   test_verify();
   test_diff();

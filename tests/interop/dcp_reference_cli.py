@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""A Python model of the DCP contract that dcp_merge_check.py asserts: used only by
-`dcp_merge_check.py --self-test` to check the checker. It is not zerofold and never stands in
+"""A Python model of the DCP contract that test_dcp_merge.py asserts: used only by
+`test_dcp_merge.py --self-test` to check the checker. It is not zerofold and never stands in
 for it: it loads everything into memory with torch.
 
     dcp_reference_cli.py merge [--json] [--to safetensors] [--dtype D] [--select P] [--only G]
@@ -8,7 +8,7 @@ for it: it loads everything into memory with torch.
     dcp_reference_cli.py inspect --json DIR
 
 Errors: one line "zerofold: PATH: RECORD @ OFFSET: code: why" on stderr, exit 1, nothing
-written. ZF_REFERENCE_BREAK=<mode> makes it wrong in one way (see dcp_merge_check.py).
+written. ZF_REFERENCE_BREAK=<mode> makes it wrong in one way (see test_dcp_merge.py).
 Needs python3-zstandard for the zstd cases.
 """
 

@@ -12,9 +12,10 @@
 
 #include "io/fault_env.h"
 #include "ops/merge.h"
-#include "ops/merge_assemble.h"
+#include "merge/assemble.h"
 #include "ops/merge_load.h"
-#include "ops/merge_verify.h"
+#include "ops/merge_zero.h"
+#include "merge/verify.h"
 
 namespace zerofold::ops {
 namespace {
@@ -170,19 +171,22 @@ TEST_CASE("rank files that shrank after their directory was read: kCorrupt namin
 
   // Shrinking only after loading: the assembler meets it.
   env.Reset();
-  TensorAssembler assembler(*loaded, 4096);
   Result<zero::MergePlan> plan = zero::PlanMerge(loaded->description);
   REQUIRE(plan.ok());
-  const zero::OutputTensor* wte = nullptr;
-  for (const zero::OutputTensor& t : plan->tensors)
-    if (t.name == "transformer.wte.weight") wte = &t;
+  Result<merge::GatherPlan> gather = ToGatherPlan(*plan, *loaded);
+  REQUIRE(gather.ok());
+  merge::TensorAssembler assembler(gather->sources, 4096);
+  const merge::GatherTensor* wte = nullptr;
+  const zero::OutputTensor* wte_slices = nullptr;
+  for (size_t i = 0; i < plan->tensors.size(); ++i)
+    if (plan->tensors[i].name == "transformer.wte.weight") wte = &gather->tensors[i], wte_slices = &plan->tensors[i];
   REQUIRE(wte != nullptr);
   // loaded's sources were opened through env: truncate them now.
   env.TruncateReadsAt(0);
   s = assembler.Assemble(*wte, [](std::span<const std::byte>) { return Status::OK(); });
   CHECK_EQ(s.code(), Code::kCorrupt);
   CHECK_EQ(s.path(), loaded->optim_files[0].path);
-  CHECK_EQ(s.record(), loaded->optim_files[0].storages.at(wte->slices[0].storage).record);
+  CHECK_EQ(s.record(), loaded->optim_files[0].storages.at(wte_slices->slices[0].storage).record);
 }
 
 TEST_CASE("--verify finds a changed byte in the output, naming the file and tensor") {
@@ -194,14 +198,16 @@ TEST_CASE("--verify finds a changed byte in the output, naming the file and tens
   Result<LoadedZero> loaded =
       LoadZeroCheckpoint(Env::Default(), Checkpoint("zero1_ws2_fp16") + "/global_step2", options.read);
   REQUIRE(loaded.ok());
-  TensorAssembler assembler(*loaded, 4096);
-  auto verify = [&]() -> Result<VerifyResult> {
+  Result<merge::GatherPlan> gather = ToGatherPlan(r->plan, *loaded);
+  REQUIRE(gather.ok());
+  merge::TensorAssembler assembler(gather->sources, 4096);
+  auto verify = [&]() -> Result<merge::VerifyResult> {
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> written, Env::Default()->OpenRandom(out));
     const RandomSource* readers[] = {written.get()};
-    return VerifyMergeOutput(readers, r->plan, r->layout, r->files, MergeFormat::kTorch, assembler, options.read,
+    return merge::VerifyMergeOutput(readers, *gather, r->layout, r->files, MergeFormat::kTorch, assembler, options.read,
                              4096, nullptr);
   };
-  Result<VerifyResult> ok = verify();
+  Result<merge::VerifyResult> ok = verify();
   REQUIRE_MESSAGE(ok.ok(), ok.status().ToString());
   CHECK_EQ(ok->tensors, 31u);
   CHECK_EQ(ok->bytes, r->tensor_bytes);

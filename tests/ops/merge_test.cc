@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "ops/merge_load.h"
-#include "ops/merge_pickle.h"
-#include "ops/merge_verify.h"
-#include "ops/merge_write.h"
+#include "merge/pickle.h"
+#include "merge/verify.h"
+#include "merge/write.h"
 #include "safetensors/reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -22,6 +22,8 @@ namespace zerofold::ops {
 namespace {
 
 namespace fs = std::filesystem;
+using merge::ArchiveStem;
+using merge::ContiguousStrides;
 
 const char* const kCases[] = {"zero1_ws2_fp16", "zero1_ws3_bf16_bf16optimizer", "zero2_ws3_bf16", "zero3_ws3_fp16",
                               "zero3_ws4_fp32"};

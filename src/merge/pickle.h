@@ -10,8 +10,8 @@
 // (a size-0 dim counts as 1). Objects that CPython's pickler writes once and
 // fetches from the memo afterwards (the globals, 'storage', 'cpu', a shared
 // key) are single nodes here, so the encoder writes the same BINGETs.
-#ifndef ZEROFOLD_OPS_MERGE_PICKLE_H_
-#define ZEROFOLD_OPS_MERGE_PICKLE_H_
+#ifndef ZEROFOLD_MERGE_PICKLE_H_
+#define ZEROFOLD_MERGE_PICKLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +24,7 @@
 #include "torch/dtype.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 struct StateDictEntry {
   std::string name;
@@ -67,6 +67,6 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
 // Contiguous strides of `shape` as torch computes them.
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge
 
-#endif  // ZEROFOLD_OPS_MERGE_PICKLE_H_
+#endif  // ZEROFOLD_MERGE_PICKLE_H_

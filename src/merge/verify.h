@@ -4,8 +4,8 @@
 // a storage of its own) and that the xxh3-128 of the tensor's logical bytes
 // (ops/verify.h TensorDigest for torch output) equals the xxh3-128 of the
 // same bytes assembled anew from the rank files.
-#ifndef ZEROFOLD_OPS_MERGE_VERIFY_H_
-#define ZEROFOLD_OPS_MERGE_VERIFY_H_
+#ifndef ZEROFOLD_MERGE_VERIFY_H_
+#define ZEROFOLD_MERGE_VERIFY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +13,15 @@
 #include <span>
 #include <string>
 
-#include "ops/merge_assemble.h"
-#include "ops/merge_layout.h"
+#include "merge/assemble.h"
+#include "merge/layout.h"
 #include "ops/verify.h"
 #include "torch/checkpoint.h"
-#include "zero/plan.h"
+#include "merge/plan.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 struct VerifyResult {
   size_t tensors = 0;  // entries checked
@@ -34,12 +34,12 @@ struct VerifyResult {
 // name, a dtype, shape or layout other than planned, or a digest mismatch
 // (both digests in the message); errors of the readers and the assembler.
 // progress gets the output bytes hashed per chunk.
-Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
+Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const GatherPlan& plan,
                                        const MergeLayout& layout, std::span<const MergeOutputFile> files,
                                        MergeFormat format,
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
                                        size_t buffer_bytes, const std::function<void(uint64_t)>& progress);
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge
 
-#endif  // ZEROFOLD_OPS_MERGE_VERIFY_H_
+#endif  // ZEROFOLD_MERGE_VERIFY_H_

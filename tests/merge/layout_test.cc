@@ -1,4 +1,4 @@
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 
 #include <doctest/doctest.h>
 
@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "../zero/fixture_cases.h"
+#include "ops/merge_zero.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 namespace {
+
+using ops::LayOutMerge;
 
 TEST_CASE("GlobMatch: *, ?, sets and literal characters") {
   struct Case {
@@ -128,7 +131,7 @@ TEST_CASE("LayOutMerge --only matching nothing is an invalid argument naming the
 }
 
 TEST_CASE("OutputBytes and NumelOf") {
-  zero::OutputTensor t;
+  GatherTensor t;
   t.dtype = torch::DType::kFloat32;
   t.shape = {203, 36};
   CHECK_EQ(NumelOf(t.shape), 7308u);
@@ -141,4 +144,4 @@ TEST_CASE("OutputBytes and NumelOf") {
 }
 
 }  // namespace
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

@@ -1,9 +1,9 @@
 // Writing one output file of a merge: a torch zip archive holding a state
-// dict (ops/merge_pickle.h) or a safetensors file, whose tensor bytes come
+// dict (merge/pickle.h) or a safetensors file, whose tensor bytes come
 // from a TensorAssembler as the writer asks for them. Plans are computed
 // first (exact file sizes, for --dry-run and shard reports); writing streams.
-#ifndef ZEROFOLD_OPS_MERGE_WRITE_H_
-#define ZEROFOLD_OPS_MERGE_WRITE_H_
+#ifndef ZEROFOLD_MERGE_WRITE_H_
+#define ZEROFOLD_MERGE_WRITE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/merge_assemble.h"
-#include "ops/merge_layout.h"
-#include "ops/merge_pickle.h"
+#include "merge/assemble.h"
+#include "merge/layout.h"
+#include "merge/pickle.h"
 #include "safetensors/writer.h"
-#include "zero/plan.h"
+#include "merge/plan.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 // Called with the bytes of each chunk written.
 using WriteProgress = std::function<void(uint64_t bytes)>;
@@ -42,11 +42,11 @@ struct TorchFilePlan {
 
 // `entries` index layout.entries, in file order. A tie whose owner is not
 // among them holds its own copy. Errors: those of EncodeStateDict.
-Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayout& layout,
+Result<TorchFilePlan> PlanTorchFile(const GatherPlan& plan, const MergeLayout& layout,
                                     std::span<const size_t> entries, const std::string& path);
 
 // Streams the archive into sink (not committed).
-Status WriteTorchFile(const TorchFilePlan& file, const zero::MergePlan& plan, TensorAssembler& assembler,
+Status WriteTorchFile(const TorchFilePlan& file, const GatherPlan& plan, TensorAssembler& assembler,
                       Sink* sink, const WriteProgress& progress);
 
 // A safetensors file of some layout entries: every name gets its own copy
@@ -58,12 +58,12 @@ struct SafetensorsFilePlan {
 };
 
 // kUnsupported for a dtype safetensors has no code for; errors of PlanFile.
-Result<SafetensorsFilePlan> PlanSafetensorsFile(const zero::MergePlan& plan, const MergeLayout& layout,
+Result<SafetensorsFilePlan> PlanSafetensorsFile(const GatherPlan& plan, const MergeLayout& layout,
                                                 std::span<const size_t> entries);
 
-Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const zero::MergePlan& plan,
+Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const GatherPlan& plan,
                             TensorAssembler& assembler, Sink* sink, const WriteProgress& progress);
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge
 
-#endif  // ZEROFOLD_OPS_MERGE_WRITE_H_
+#endif  // ZEROFOLD_MERGE_WRITE_H_

@@ -1,10 +1,10 @@
-#include "ops/merge_layout.h"
+#include "merge/layout.h"
 
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 namespace {
 
@@ -87,21 +87,11 @@ std::string_view MergeFormatName(MergeFormat format) {
   return format == MergeFormat::kSafetensors ? "safetensors" : "torch";
 }
 
-uint64_t NumelOf(std::span<const int64_t> shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
-  return n;
-}
-
-uint64_t OutputBytes(const zero::OutputTensor& tensor) {
-  return NumelOf(tensor.shape) * torch::Info(tensor.dtype).itemsize;
-}
-
-Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
-                                std::span<const std::string> only) {
+Result<MergeLayout> LayOut(std::span<const std::string> tensor_names, std::span<const Tie> ties,
+                           std::span<const std::string> order_first, std::span<const std::string> only) {
   std::unordered_map<std::string, size_t> tensor_of;  // name (tensor or tie) -> plan tensor
-  for (size_t i = 0; i < plan.tensors.size(); ++i) tensor_of.emplace(plan.tensors[i].name, i);
-  for (const zero::Tie& t : plan.ties) {
+  for (size_t i = 0; i < tensor_names.size(); ++i) tensor_of.emplace(tensor_names[i], i);
+  for (const Tie& t : ties) {
     auto owner = tensor_of.find(t.owner);
     if (owner == tensor_of.end())
       return Status::Internal("the plan ties " + t.name + " to " + t.owner + ", which it does not hold");
@@ -114,10 +104,9 @@ Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroChe
   auto place = [&](const std::string& name) {
     if (tensor_of.count(name) && placed.insert(name).second) order.push_back(name);
   };
-  if (!ckpt.model_states.empty())
-    for (const zero::NamedTensor& m : ckpt.model_states[0].module) place(m.name);
-  for (const zero::OutputTensor& t : plan.tensors) place(t.name);
-  for (const zero::Tie& t : plan.ties) place(t.name);
+  for (const std::string& name : order_first) place(name);
+  for (const std::string& name : tensor_names) place(name);
+  for (const Tie& t : ties) place(t.name);
 
   auto selected = [&](const std::string& name) {
     if (only.empty()) return true;
@@ -130,7 +119,7 @@ Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroChe
   std::unordered_map<size_t, size_t> holder;  // plan tensor -> entry holding its data
   for (const std::string& name : order) {
     size_t tensor = tensor_of.at(name);
-    if (!selected(name) && !selected(plan.tensors[tensor].name)) continue;
+    if (!selected(name) && !selected(tensor_names[tensor])) continue;
     OutputEntry e;
     e.name = name;
     e.tensor = tensor;
@@ -153,4 +142,4 @@ Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroChe
   return layout;
 }
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

@@ -1,4 +1,4 @@
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 namespace {
 
 using torch::DType;
@@ -133,4 +133,4 @@ TEST_CASE("EncodeStateDict of no entries is an empty OrderedDict") {
 }
 
 }  // namespace
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

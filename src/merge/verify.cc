@@ -1,14 +1,19 @@
-#include "ops/merge_verify.h"
+#include "merge/verify.h"
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
-#include "ops/merge_pickle.h"
+#include "merge/pickle.h"
 #include "safetensors/reader.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
+
+using ops::Hash128;
+using ops::Xxh3Hasher;
+using ops::TensorDigest;
+using ops::kMinDigestBuffer;
 
 namespace {
 
@@ -41,7 +46,7 @@ struct Found {
 
 class Verifier {
  public:
-  Verifier(const zero::MergePlan& plan, const MergeLayout& layout, TensorAssembler& assembler, size_t buffer_bytes,
+  Verifier(const GatherPlan& plan, const MergeLayout& layout, TensorAssembler& assembler, size_t buffer_bytes,
            const std::function<void(uint64_t)>& progress)
       : plan_(plan), layout_(layout), assembler_(assembler), buffer_(std::max(buffer_bytes, kMinDigestBuffer)),
         progress_(progress) {}
@@ -64,7 +69,7 @@ class Verifier {
   // entry's bytes in the file.
   Status Check(const std::string& path, const OutputEntry& e, const Found& f,
                const std::function<Result<Hash128>()>& digest, VerifyResult* result) {
-    const zero::OutputTensor& t = plan_.tensors[e.tensor];
+    const GatherTensor& t = plan_.tensors[e.tensor];
     if (f.dtype != t.dtype)
       return Mismatch(path, e.name, "dtype " + std::string(torch::Info(f.dtype).name) + ", planned " +
                                         std::string(torch::Info(t.dtype).name));
@@ -151,7 +156,7 @@ class Verifier {
   }
 
  private:
-  const zero::MergePlan& plan_;
+  const GatherPlan& plan_;
   const MergeLayout& layout_;
   TensorAssembler& assembler_;
   std::vector<std::byte> buffer_;
@@ -162,7 +167,7 @@ class Verifier {
 
 }  // namespace
 
-Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const zero::MergePlan& plan,
+Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> written, const GatherPlan& plan,
                                        const MergeLayout& layout, std::span<const MergeOutputFile> files,
                                        MergeFormat format,
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
@@ -180,4 +185,4 @@ Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> writ
   return result;
 }
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """`zerofold merge` / `inspect` on PyTorch Distributed Checkpoint folders against real torch.
 
-    ZEROFOLD=build/zerofold /usr/bin/python3 tests/interop/dcp_merge_check.py [CASE ...]
-    /usr/bin/python3 tests/interop/dcp_merge_check.py --self-test
+    ZEROFOLD=build/zerofold /usr/bin/python3 tests/interop/test_dcp_merge.py [CASE ...]
+    /usr/bin/python3 tests/interop/test_dcp_merge.py --self-test
 
 Every case under fixtures/dcp (README.md there) is merged with the binary in $ZEROFOLD
 (default build/zerofold) and the outputs are loaded only through tests/torch_oracle.py, then

@@ -1,8 +1,8 @@
 // The entries of a merged state dict: which names are written, in which
 // order, which of them hold data and which share another's (ties), after
-// --only. Pure: from a merge plan and the description it came from.
-#ifndef ZEROFOLD_OPS_MERGE_LAYOUT_H_
-#define ZEROFOLD_OPS_MERGE_LAYOUT_H_
+// --only. Pure: from a gather plan's names and the order a planner prefers.
+#ifndef ZEROFOLD_MERGE_LAYOUT_H_
+#define ZEROFOLD_MERGE_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,16 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "merge/plan.h"
 #include "ops/sharding.h"
-#include "zero/description.h"
-#include "zero/plan.h"
+#include "merge/plan.h"
 #include "zerofold/result.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 struct OutputEntry {
   std::string name;
-  size_t tensor = 0;  // index into MergePlan::tensors: the data
+  size_t tensor = 0;  // index into GatherPlan::tensors: the data
   // A tie shares the data of entry `owner` (an index into
   // MergeLayout::entries, of an earlier entry that is no tie): torch output
   // shares the owner's storage, safetensors output writes a copy. For an
@@ -34,7 +34,7 @@ struct MergeLayout {
 };
 
 // Output formats: those of Hugging Face shards (ops/sharding.h).
-using MergeFormat = ShardFormat;
+using MergeFormat = ops::ShardFormat;
 
 // "torch", "safetensors".
 std::string_view MergeFormatName(MergeFormat format);
@@ -52,24 +52,18 @@ struct MergeOutputFile {
 // without its `]` matches itself.
 bool GlobMatch(std::string_view pattern, std::string_view name);
 
-// Orders the plan's tensors and ties as the module state dict orders them
-// (`module` of the first model-states file), then the plan's remaining
-// tensors and ties in plan order. With `only` patterns (any matching
-// selects): a tensor is kept if its name matches; a tie is kept if its
-// owner is kept or its own name matches; a tie kept without its owner
-// holds the data itself, and later kept ties of the same owner share it.
-// kInvalidArgument (listing the pattern) when `only` is non-empty and no
-// name matches.
-Result<MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
-                                std::span<const std::string> only);
+// Orders the plan's tensors and ties: first the names of `order` (a
+// planner's preference, e.g. the module state dict's order; names the plan
+// does not hold are skipped), then the plan's remaining tensors and ties in
+// plan order. With `only` patterns (any matching selects): a tensor is kept
+// if its name matches; a tie is kept if its owner is kept or its own name
+// matches; a tie kept without its owner holds the data itself, and later
+// kept ties of the same owner share it. kInvalidArgument (listing the
+// pattern) when `only` is non-empty and no name matches; kInternal for a
+// tie to a name the plan does not hold.
+Result<MergeLayout> LayOut(std::span<const std::string> tensor_names, std::span<const Tie> ties,
+                           std::span<const std::string> order, std::span<const std::string> only);
 
-// Elements of a shape: the product of its sizes (1 for a scalar).
-// REQUIRES: the planner checked the shape (non-negative, no overflow).
-uint64_t NumelOf(std::span<const int64_t> shape);
+}  // namespace zerofold::merge
 
-// Bytes of a tensor in its output dtype.
-uint64_t OutputBytes(const zero::OutputTensor& tensor);
-
-}  // namespace zerofold::ops
-
-#endif  // ZEROFOLD_OPS_MERGE_LAYOUT_H_
+#endif  // ZEROFOLD_MERGE_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "ops/merge_write.h"
+#include "merge/write.h"
 
 #include <string>
 #include <unordered_map>
@@ -7,7 +7,7 @@
 #include "safetensors/dtype.h"
 #include "torch/archive_writer.h"
 
-namespace zerofold::ops {
+namespace zerofold::merge {
 
 namespace {
 
@@ -25,7 +25,7 @@ std::string ArchiveStem(std::string_view path) {
   return std::string(base);
 }
 
-Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayout& layout,
+Result<TorchFilePlan> PlanTorchFile(const GatherPlan& plan, const MergeLayout& layout,
                                     std::span<const size_t> entries, const std::string& path) {
   TorchFilePlan file;
   file.top_folder = ArchiveStem(path);
@@ -34,7 +34,7 @@ Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayo
   std::unordered_map<size_t, size_t> local;  // layout entry -> index in dict
   for (size_t index : entries) {
     const OutputEntry& e = layout.entries[index];
-    const zero::OutputTensor& t = plan.tensors[e.tensor];
+    const GatherTensor& t = plan.tensors[e.tensor];
     StateDictEntry d{e.name, t.dtype, t.shape, dict.size()};
     auto owner = local.find(e.owner);
     if (e.tie && owner != local.end()) d.data = owner->second;
@@ -51,14 +51,14 @@ Result<TorchFilePlan> PlanTorchFile(const zero::MergePlan& plan, const MergeLayo
   return file;
 }
 
-Status WriteTorchFile(const TorchFilePlan& file, const zero::MergePlan& plan, TensorAssembler& assembler, Sink* sink,
+Status WriteTorchFile(const TorchFilePlan& file, const GatherPlan& plan, TensorAssembler& assembler, Sink* sink,
                       const WriteProgress& progress) {
   torch::ArchiveContents contents;
   contents.top_folder = file.top_folder;
   contents.data_pkl = file.pickle.data_pkl;
   contents.storages = file.pickle.storages;
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
-    const zero::OutputTensor& t = plan.tensors[file.storage_tensor[index]];
+    const GatherTensor& t = plan.tensors[file.storage_tensor[index]];
     return assembler.Assemble(t, [&](std::span<const std::byte> bytes) -> Status {
       ZF_TRY(emit(bytes));
       if (progress) progress(bytes.size());
@@ -68,14 +68,14 @@ Status WriteTorchFile(const TorchFilePlan& file, const zero::MergePlan& plan, Te
   return torch::WriteTorchArchive(contents, fill, sink);
 }
 
-Result<SafetensorsFilePlan> PlanSafetensorsFile(const zero::MergePlan& plan, const MergeLayout& layout,
+Result<SafetensorsFilePlan> PlanSafetensorsFile(const GatherPlan& plan, const MergeLayout& layout,
                                                 std::span<const size_t> entries) {
   std::vector<safetensors::TensorSpec> specs;
   std::vector<size_t> spec_tensor;
   specs.reserve(entries.size());
   for (size_t index : entries) {
     const OutputEntry& e = layout.entries[index];
-    const zero::OutputTensor& t = plan.tensors[e.tensor];
+    const GatherTensor& t = plan.tensors[e.tensor];
     std::optional<safetensors::Dtype> dtype = safetensors::FromTorch(t.dtype);
     if (!dtype)
       return Status::Unsupported(e.name + " has dtype " + std::string(torch::Info(t.dtype).name) +
@@ -95,7 +95,7 @@ Result<SafetensorsFilePlan> PlanSafetensorsFile(const zero::MergePlan& plan, con
   return file;
 }
 
-Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const zero::MergePlan& plan, TensorAssembler& assembler,
+Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const GatherPlan& plan, TensorAssembler& assembler,
                             Sink* sink, const WriteProgress& progress) {
   safetensors::StreamWriter writer(file.layout, *sink);
   ZF_TRY(writer.WriteHeader());
@@ -110,4 +110,4 @@ Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const zero::MergePl
   return writer.Finish();
 }
 
-}  // namespace zerofold::ops
+}  // namespace zerofold::merge

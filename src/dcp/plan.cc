@@ -1,0 +1,240 @@
+#include "dcp/plan.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "io/checked_math.h"
+#include "model/hf_folder.h"
+#include "io/range_source.h"
+#include "io/zstd_stream.h"
+#include "merge/pickle.h"
+#include "torch/stream_checkpoint.h"
+
+namespace zerofold::dcp {
+
+namespace {
+
+// torch 2.x _extension.py: ZStandard's descriptor.
+constexpr std::string_view kZstdTransform = "stream.zstd/1";
+
+std::string FirstComponent(const std::string& key) { return key.substr(0, key.find('.')); }
+
+bool IsTrainingState(const std::string& key) { return KeyGroup(key) != "model"; }
+
+// An error of a reader of the chunk's archive, moved to the file: offsets
+// inside the slice become file offsets (zstd: they count decompressed bytes
+// and stay as they are).
+Status InFile(Status s, uint64_t slice_offset, bool decompressed, const std::string& path, const std::string& key) {
+  if (!decompressed && s.offset() != kNoOffset) s.SetOffset(s.offset() + slice_offset);
+  std::string record = s.record().empty() ? key : key + ": " + s.record();
+  return s.SetRecord(record).WithPath(path);
+}
+
+// The one tensor of a chunk's archive, checked against the metadata.
+Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const Entry& e, const Chunk& c) {
+  if (ckpt.tensors.size() != 1 && ckpt.unsafe_globals.empty())
+    return Status::Corrupt("the chunk's archive holds " + std::to_string(ckpt.tensors.size()) +
+                           " tensors, not one");
+  if (!ckpt.unsafe_globals.empty()) {
+    std::string names;
+    for (const std::string& g : ckpt.unsafe_globals) names += (names.empty() ? "" : ", ") + g;
+    return Status::Unsafe("the chunk's archive references globals that would run code under torch.load: " + names +
+                          " (not executed)");
+  }
+  const torch::Tensor& t = ckpt.tensors[0];
+  if (t.dtype != e.dtype)
+    return Status::Corrupt("the chunk's tensor is " + std::string(torch::Info(t.dtype).name) + ", the metadata says " +
+                           std::string(torch::Info(e.dtype).name));
+  if (t.shape != c.sizes)
+    return Status::Corrupt("the chunk's tensor has shape " + torch::ShapeText(t.shape) + ", the metadata says " +
+                           torch::ShapeText(c.sizes));
+  if (ckpt.big_endian) return Status::Unsupported("byteorder record says big-endian; merge reads little-endian data only");
+  return &t;
+}
+
+Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, const Chunk& c,
+              const torch::ReadOptions& read, merge::Piece* p) {
+  if (s.raw) {
+    p->record = s.fqn;
+    p->data_offset = s.offset_in_file;
+    p->storage_nbytes = s.length;
+    p->strides = merge::ContiguousStrides(c.sizes);
+    if (merge::NumelOf(c.sizes) * torch::Info(e.dtype).itemsize != s.length)
+      return Status::Corrupt("the chunk's " + std::to_string(s.length) + " bytes do not hold a " +
+                             torch::ShapeText(c.sizes) + " " + std::string(torch::Info(e.dtype).name) + " tensor");
+    return Status::OK();
+  }
+  if (s.transforms.empty()) {
+    io::RangeSource range(file, s.offset_in_file, s.length);
+    ZF_ASSIGN_OR_RETURN(torch::Checkpoint ckpt, torch::ReadCheckpoint(range, read));
+    ZF_ASSIGN_OR_RETURN(const torch::Tensor* t, ChunkTensor(ckpt, e, c));
+    const torch::Storage& storage = ckpt.storages[t->storage];
+    p->record = storage.record;
+    p->data_offset = s.offset_in_file + storage.data_offset;
+    p->storage_nbytes = storage.nbytes;
+    p->view_offset = t->storage_offset;
+    p->strides = t->stride;
+    return Status::OK();
+  }
+  if (s.transforms.size() != 1 || s.transforms[0] != kZstdTransform) {
+    std::string names;
+    for (const std::string& d : s.transforms) names += (names.empty() ? "" : ", ") + d;
+    return Status::Unsupported("transform " + names + " (only " + std::string(kZstdTransform) + " is read)");
+  }
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::ZstdSource> zstd,
+                      io::ZstdSource::Open(std::make_unique<io::RangeStream>(file, s.offset_in_file, s.length)));
+  torch::StreamCheckpointReader reader(zstd.get(), read);
+  ZF_TRY(reader.ReadModel());
+  ZF_ASSIGN_OR_RETURN(const torch::Tensor* t, ChunkTensor(reader.checkpoint(), e, c));
+  while (true) {
+    ZF_ASSIGN_OR_RETURN(std::optional<uint32_t> next, reader.NextStorage());
+    if (!next) return Status::Corrupt("the chunk's archive has no record for its storage");
+    if (*next == t->storage) break;
+  }
+  const torch::Storage& storage = reader.checkpoint().storages[t->storage];
+  p->record = storage.record;
+  p->data_offset = storage.data_offset;
+  p->storage_nbytes = storage.nbytes;
+  p->view_offset = t->storage_offset;
+  p->strides = t->stride;
+  p->transform = merge::Transform::kZstd;
+  p->frame_offset = s.offset_in_file;
+  p->frame_length = s.length;
+  return Status::OK();
+}
+
+bool IsFileName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+std::string KeyGroup(const std::string& key) {
+  const std::string first = FirstComponent(key);
+  for (const char* g : kTrainingStateGroups)
+    if (first == g) return first;
+  return "model";
+}
+
+Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string>& select) {
+  Selection out;
+  for (size_t i = 0; i < md.entries.size(); ++i) {
+    const Entry& e = md.entries[i];
+    if (!e.is_tensor) {
+      ++out.non_tensor;
+      continue;
+    }
+    bool take = false;
+    if (select) {
+      take = select->empty() || e.key == *select || e.key.rfind(*select + ".", 0) == 0;
+    } else {
+      take = !IsTrainingState(e.key);
+    }
+    if (take) {
+      out.entries.push_back(i);
+      // Under the selected prefix, names relative to it.
+      bool under = select && !select->empty() && e.key.size() > select->size();
+      out.names.push_back(under ? e.key.substr(select->size() + 1) : e.key);
+    } else {
+      ++out.left_out[FirstComponent(e.key)];
+    }
+  }
+  if (select && out.entries.empty())
+    return Status::InvalidArgument("--select '" + *select + "' matches none of the tensor keys (e.g. " +
+                                   (md.entries.empty() ? std::string("none") : md.entries[0].key) + ")");
+  const std::string_view prefix = kModelPrefix;
+  if (!select && !out.names.empty() &&
+      std::all_of(out.names.begin(), out.names.end(),
+                  [&](const std::string& n) { return n.size() > prefix.size() && n.rfind(prefix, 0) == 0; })) {
+    for (std::string& n : out.names) n = n.substr(prefix.size());
+    out.stripped_model_prefix = true;
+  }
+  return out;
+}
+
+Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
+                                  const PlanOptions& options, OpenFiles* files) {
+  // Where the chunk boxes come from: .metadata, or the folder of shards.
+  const std::string metadata_path = md.safetensors_form ? folder : model::JoinPath(folder, kMetadataFile);
+  std::map<std::pair<std::string, std::vector<int64_t>>, size_t> where;  // (fqn, offsets) -> storage item
+  for (size_t i = 0; i < md.storage.size(); ++i)
+    if (md.storage[i].offset) where.emplace(std::make_pair(md.storage[i].fqn, *md.storage[i].offset), i);
+
+  merge::GatherPlan plan;
+  for (size_t k = 0; k < selection.entries.size(); ++k) {
+    const Entry& e = md.entries[selection.entries[k]];
+    merge::GatherTensor t;
+    t.name = selection.names[k];
+    t.dtype = options.float_dtype && torch::Info(e.dtype).is_floating ? *options.float_dtype : e.dtype;
+    t.shape = e.size;
+    t.grid = e.size;
+    std::vector<std::string> chunk_names;
+    std::vector<const StorageItem*> items;
+    for (size_t c = 0; c < e.chunks.size(); ++c) {
+      const Chunk& chunk = e.chunks[c];
+      auto found = where.find(std::make_pair(e.key, chunk.offsets));
+      if (found == where.end())
+        return Status::Corrupt("chunk " + std::to_string(c) + " at offsets " + torch::ShapeText(chunk.offsets) +
+                               " has no storage_data entry")
+            .WithRecord(e.key)
+            .WithPath(metadata_path);
+      const StorageItem& s = md.storage[found->second];
+      items.push_back(&s);
+      chunk_names.push_back("chunk " + std::to_string(c) + " (" + s.relative_path + ")");
+      merge::Piece p;
+      p.offsets = chunk.offsets;
+      p.sizes = chunk.sizes;
+      p.dtype = e.dtype;
+      t.pieces.push_back(std::move(p));
+    }
+    if (Status s = merge::CheckTiling(e.size, t.pieces, chunk_names); !s.ok())
+      return s.WithRecord(e.key).WithPath(metadata_path);
+    for (size_t c = 0; c < t.pieces.size(); ++c) {
+      const StorageItem& s = *items[c];
+      if (!IsFileName(s.relative_path))
+        return Status::Unsupported("relative_path '" + s.relative_path + "' is no file name in the folder")
+            .WithRecord(e.key)
+            .WithPath(metadata_path);
+      auto open = files->index.find(s.relative_path);
+      if (open == files->index.end()) {
+        std::string path = model::JoinPath(folder, s.relative_path);
+        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));
+        open = files->index.emplace(s.relative_path, static_cast<uint32_t>(files->paths.size())).first;
+        files->paths.push_back(path);
+        files->sources.push_back(std::move(src));
+      }
+      if (!s.range_error.empty())
+        return Status::Corrupt(chunk_names[c] + ": " + s.range_error)
+            .WithRecord(e.key)
+            .WithPath(model::JoinPath(folder, s.relative_path));
+      const uint32_t f = open->second;
+      const std::string& path = files->paths[f];
+      const RandomSource& src = *files->sources[f];
+      std::optional<uint64_t> end = io::CheckedAdd(s.offset_in_file, s.length);
+      if (!end)
+        return Status::Corrupt(chunk_names[c] + ": offset " + std::to_string(s.offset_in_file) + " + length " +
+                               std::to_string(s.length) + " overflows")
+            .WithRecord(e.key)
+            .WithPath(path);
+      if (*end > src.size())
+        return Status::Corrupt(chunk_names[c] + " at [" + std::to_string(s.offset_in_file) + ", " +
+                               std::to_string(*end) + ") passes the file's end (" + std::to_string(src.size()) +
+                               " bytes)")
+            .WithRecord(e.key)
+            .WithPath(path)
+            .WithOffset(src.size());
+      merge::Piece& p = t.pieces[c];
+      p.file = f;
+      Status located = Locate(src, s, e, e.chunks[c], options.read, &p);
+      if (!located.ok()) return InFile(located, s.offset_in_file, !s.transforms.empty() || s.raw, path, e.key);
+      if (Status v = merge::CheckPieceView(p); !v.ok()) return InFile(v, 0, true, path, e.key);
+    }
+    plan.tensors.push_back(std::move(t));
+  }
+  for (size_t f = 0; f < files->paths.size(); ++f) plan.sources.push_back({files->paths[f], files->sources[f].get()});
+  return plan;
+}
+
+}  // namespace zerofold::dcp

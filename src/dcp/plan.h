@@ -1,0 +1,86 @@
+// Planning the merge of a PyTorch Distributed Checkpoint folder: which keys
+// of `.metadata` come out (selection), and per output tensor the chunks that
+// fill it, each located in its .distcp file as a gather piece (merge/plan.h):
+// the chunk's box in the global shape, and the strided view of the one
+// tensor its embedded torch.save archive holds.
+//
+// Locating reads each selected chunk's archive directory and pickle (a few
+// small reads; no tensor bytes); a `stream.zstd/1` chunk is decompressed up
+// to its storage record. Memory: O(metadata).
+#ifndef ZEROFOLD_DCP_PLAN_H_
+#define ZEROFOLD_DCP_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dcp/metadata.h"
+#include "merge/plan.h"
+#include "torch/checkpoint.h"
+#include "torch/dtype.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::dcp {
+
+// Top-level key groups that are training state, not model weights
+// (Accelerate, plain FSDP, TorchTitan).
+inline constexpr const char* kTrainingStateGroups[] = {"optimizer", "lr_scheduler", "dataloader", "train_state"};
+// The prefix a single model state dict is saved under (Accelerate).
+inline constexpr const char* kModelPrefix = "model.";
+
+// The group a key belongs to: its first dot-component when that is a
+// training-state group, else "model".
+std::string KeyGroup(const std::string& key);
+
+struct Selection {
+  // Tensor keys selected, in .metadata order, with their output names.
+  std::vector<size_t> entries;       // indexes into Metadata::entries
+  std::vector<std::string> names;    // parallel to entries
+  bool stripped_model_prefix = false;
+  // Tensor keys left out, by their first dot-component ("optimizer": 12).
+  std::map<std::string, size_t> left_out;
+  size_t non_tensor = 0;             // BytesStorageMetadata keys (never output)
+};
+
+// Default (`select` unset): every tensor key whose first dot-component is
+// not a training-state group; when all of those start with "model.", that
+// prefix is stripped once. With `select`: the tensor keys equal to it or
+// under it (`select` + "."), names as stored; "" selects every tensor key.
+// kInvalidArgument when `select` matches no tensor key.
+Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string>& select);
+
+struct PlanOptions {
+  // Dtype of every floating output tensor (--dtype); unset: as saved.
+  std::optional<torch::DType> float_dtype;
+  torch::ReadOptions read;  // limits for each chunk's archive
+};
+
+// The .distcp files of a folder, opened as chunks name them.
+struct OpenFiles {
+  std::vector<std::string> paths;                     // folder + "/" + relative path
+  std::vector<std::unique_ptr<RandomSource>> sources;
+  std::map<std::string, uint32_t> index;              // relative path -> position
+};
+
+// Plans the selected tensors of `md` (the folder's metadata). Errors (path:
+// the data file, or the .metadata file (the folder for the safetensors
+// form); record: the key):
+//   kCorrupt      chunks that leave a gap, overlap, or lie outside the
+//                 shape; a chunk without storage_data, or whose
+//                 [offset, offset + length) overflows or passes its file's
+//                 end; a chunk archive that holds no single tensor of the
+//                 chunk's dtype and sizes; damage the readers find;
+//   kUnsupported  a transform other than stream.zstd/1; a relative path
+//                 leaving the folder;
+//   kNotFound/kIO opening a file.
+// The plan's sources point into `files`, which must outlive it.
+Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
+                                  const PlanOptions& options, OpenFiles* files);
+
+}  // namespace zerofold::dcp
+
+#endif  // ZEROFOLD_DCP_PLAN_H_

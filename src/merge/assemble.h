@@ -1,0 +1,70 @@
+// Assembling one output tensor of a gather plan (merge/plan.h) from its
+// pieces: the tensor's grid is walked in C order as a sequence of blocks,
+// each the longest run of consecutive elements one piece provides (a whole
+// dim-0 chunk, or one row's share of a dim-1 chunk); each piece is read
+// front to back by its own PieceReader, converted to the tensor's output
+// dtype (exact widening of 16-bit values; --dtype rounding as torch's .to()
+// rounds a contiguous tensor, torch/cast.h) and handed to a consumer in
+// chunks of at most buffer_bytes.
+//
+// Memory: an output buffer and a conversion buffer of buffer_bytes each,
+// plus a window per piece being read; pieces read at the same time share
+// buffer_bytes between their windows (at least kMinWindowBytes each, or
+// buffer_bytes when that is smaller).
+// Whatever the tensor's size.
+//
+// Not thread-safe (the buffers); the sources must outlive the assembler.
+#ifndef ZEROFOLD_MERGE_ASSEMBLE_H_
+#define ZEROFOLD_MERGE_ASSEMBLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "merge/plan.h"
+#include "torch/archive_writer.h"
+#include "torch/cast.h"
+#include "zerofold/status.h"
+
+namespace zerofold::merge {
+
+// A piece's window never shrinks below this, however many pieces are read
+// at once.
+inline constexpr size_t kMinWindowBytes = size_t{16} << 10;
+
+// True if the assembler converts elements of `from` into `to`: equal
+// dtypes (copied), or two of float64, float32, float16 and bfloat16
+// (rounded as torch 1.13's .to(), see torch/cast.h).
+bool CanConvert(torch::DType from, torch::DType to);
+
+class TensorAssembler {
+ public:
+  // REQUIRES: buffer_bytes >= 16 (it is raised to that).
+  TensorAssembler(std::span<const SourceFile> sources, size_t buffer_bytes);
+
+  // Calls emit with the tensor's bytes in its output dtype, row-major, in
+  // chunks of at most buffer_bytes, and returns emit's first error. Errors
+  // (path: the source file; record: the piece's storage record):
+  //   kCorrupt      a piece's view reaches past its storage; the file is
+  //                 shorter than its directory says (PieceReader);
+  //   kUnsupported  no conversion between a piece's and the tensor's dtype;
+  //   kInternal     the pieces do not tile the grid, or name no source;
+  //   kIO           a read failed.
+  Status Assemble(const GatherTensor& tensor, const torch::EmitBytes& emit);
+
+  // Source bytes read so far.
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  std::span<const SourceFile> sources_;
+  size_t buffer_bytes_;
+  std::vector<std::byte> in_;
+  std::vector<std::byte> out_;
+  uint64_t bytes_read_ = 0;
+};
+
+}  // namespace zerofold::merge
+
+#endif  // ZEROFOLD_MERGE_ASSEMBLE_H_

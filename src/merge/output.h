@@ -1,0 +1,95 @@
+// Writing a merge: from a gather plan and its layout to output files. The
+// same for every planner: where OUT goes (one file, or a folder with one
+// file or Hugging Face shards and an index), the exact size of every file
+// (also for dry runs), refusals (existing outputs without force, an output
+// that is an input), streaming each tensor from its pieces through the
+// assembler into a torch zip archive or a safetensors file, --verify, and
+// committing.
+//
+// Every output file goes through an AtomicFileSink; all of them are
+// committed only after the last one is complete (the index last), and when
+// a commit fails the files committed before it are removed, so a failure
+// leaves no new file behind. (Files replaced under `force` stay replaced.)
+#ifndef ZEROFOLD_MERGE_OUTPUT_H_
+#define ZEROFOLD_MERGE_OUTPUT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "merge/layout.h"
+#include "merge/plan.h"
+#include "ops/convert.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::merge {
+
+struct OutputOptions {
+  // Output format (--to). Unset: from OUT's extension (.safetensors), else torch.
+  std::optional<MergeFormat> format;
+  // A folder OUT is split into shards past this many tensor bytes per file
+  // (--max-shard-size; transformers' default, 5 GB). An OUT file is never split.
+  uint64_t max_shard_bytes = ops::kDefaultMaxShardBytes;
+  // Replace existing output files (--force); without it they are refused,
+  // as are the files of an earlier save in a folder OUT. With it, a folder
+  // OUT's earlier save is replaced whole: its other shards are removed.
+  bool force = false;
+  // Plan only (--dry-run): the report is complete, nothing is written.
+  bool dry_run = false;
+  // After writing, before any output replaces its target, read every output
+  // file back and compare each tensor's xxh3-128 with that of the same bytes
+  // assembled anew from the sources. A difference leaves every target as
+  // it was.
+  bool verify = false;
+  // Bytes per read; memory is O(buffer_bytes + metadata).
+  size_t buffer_bytes = size_t{4} << 20;
+  // Limits for reading the output back (verify).
+  torch::ReadOptions read;
+  // Called with tensor bytes written so far and the total, at most once
+  // per buffer; phase is "merge" or "verify".
+  std::function<void(const char* phase, uint64_t done, uint64_t total)> progress;
+};
+
+// Where OUT goes: one file (a name ending in .bin, .pt or .safetensors) or
+// a folder, and in which format.
+struct OutputTarget {
+  bool single_file = false;
+  MergeFormat format = MergeFormat::kTorch;
+};
+
+// kInvalidArgument (path: out) for --to that contradicts OUT's extension,
+// a torch file name without a stem, or a file name that is a folder.
+Result<OutputTarget> ResolveOutput(Env* env, const std::string& out, std::optional<MergeFormat> format);
+
+struct OutputReport {
+  MergeFormat format = MergeFormat::kTorch;
+  std::vector<MergeOutputFile> files;
+  std::string index;                 // the index file written, "" when unsharded
+  std::vector<std::string> removed;  // files of an earlier save removed from a folder OUT (force)
+  uint64_t tensor_bytes = 0;  // data bytes written (a tie's copy counts in safetensors only)
+  uint64_t bytes_read = 0;    // source bytes read to write them (not counting verify)
+  size_t ties = 0;            // tie entries in the layout
+  bool verified = false;
+  size_t verified_tensors = 0;
+  uint64_t verified_bytes = 0;
+};
+
+// Plans the files of `layout` (entries of `plan`) at `out` and, unless
+// dry_run, writes and commits them; `inputs` are the files the plan reads
+// (never overwritten, by any name). Fills `report` (also on dry runs).
+// Errors carry the output path concerned: kUnsupported for a dtype the
+// format or the conversion cannot take; kInvalidArgument for outputs that
+// exist (without force) or are inputs; kCorrupt naming the file and tensor
+// when verify finds a difference; errors of the assembler and the sinks.
+Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, const std::string& out,
+                  const OutputTarget& target, const std::vector<std::string>& inputs, const OutputOptions& options,
+                  OutputReport* report);
+
+}  // namespace zerofold::merge
+
+#endif  // ZEROFOLD_MERGE_OUTPUT_H_

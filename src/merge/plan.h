@@ -1,0 +1,109 @@
+// The gather plan: what every merge planner (zero/plan.h for DeepSpeed ZeRO,
+// dcp/plan.h for PyTorch Distributed Checkpoint) hands to the one assembler
+// and writer in this folder. Per output tensor: its name, dtype and shape,
+// and the pieces of source files that fill it.
+//
+// A piece is a box of the tensor's grid (offsets and sizes per dim) whose
+// elements, in the box's C order, are a strided view of a storage in one
+// source file: for DCP a chunk of the global shape held by a torch.save
+// archive inside a .distcp file, for ZeRO an element range of the
+// flattened tensor (grid = {numel}) in a rank's fp32 partition. The
+// assembler walks the grid in C order; restricted to one box that is the
+// box's own C order, so every piece is read front to back.
+//
+// A plan is data: built without reading tensor bytes, printable, testable.
+#ifndef ZEROFOLD_MERGE_PLAN_H_
+#define ZEROFOLD_MERGE_PLAN_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "torch/dtype.h"
+#include "zerofold/env.h"
+#include "zerofold/status.h"
+
+namespace zerofold::merge {
+
+// One file pieces read from. The source outlives every use of the plan.
+struct SourceFile {
+  std::string path;
+  const RandomSource* source = nullptr;
+};
+
+// How a piece's storage bytes sit in its file.
+enum class Transform : uint8_t {
+  kNone,  // as they are, at data_offset
+  kZstd,  // inside one zstd frame at [frame_offset, frame_offset + frame_length)
+          // whose decompressed bytes are a torch.save archive (DCP `stream.zstd/1`)
+};
+
+struct Piece {
+  // The box of the tensor's grid this piece fills; same rank as the grid.
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> sizes;
+
+  uint32_t file = 0;           // index into the plan's sources
+  std::string record;          // the storage, for messages ("archive/data/0")
+  torch::DType dtype = torch::DType::kFloat32;  // the storage's element type
+  // Byte 0 of the storage: absolute in the file (kNone), or in the
+  // decompressed archive (kZstd). storage_nbytes bytes follow it.
+  uint64_t data_offset = 0;
+  uint64_t storage_nbytes = 0;
+  // The view: element `view_offset` of the storage is the box's first
+  // element; stepping dim d of the box steps `strides[d]` elements.
+  int64_t view_offset = 0;
+  std::vector<int64_t> strides;
+  Transform transform = Transform::kNone;
+  uint64_t frame_offset = 0;   // kZstd only
+  uint64_t frame_length = 0;
+};
+
+struct GatherTensor {
+  std::string name;
+  torch::DType dtype = torch::DType::kFloat32;  // output dtype
+  std::vector<int64_t> shape;                   // output shape
+  // The space the boxes divide: `shape`, or {numel} when pieces are ranges
+  // of the flattened tensor. Its C order is the tensor's C order.
+  std::vector<int64_t> grid;
+  std::vector<Piece> pieces;   // tile the grid exactly (CheckTiling)
+};
+
+// `name` is the same tensor as `owner`, a name in GatherPlan::tensors.
+struct Tie {
+  std::string name;
+  std::string owner;
+
+  bool operator==(const Tie&) const = default;
+};
+
+struct GatherPlan {
+  std::vector<SourceFile> sources;
+  std::vector<GatherTensor> tensors;  // planner order
+  std::vector<Tie> ties;
+};
+
+// Elements of a shape: the product of its sizes (1 for a scalar).
+// REQUIRES: the planner checked the shape (non-negative, no overflow).
+uint64_t NumelOf(std::span<const int64_t> shape);
+
+// Bytes of a tensor in its output dtype.
+uint64_t OutputBytes(const GatherTensor& tensor);
+
+// Checks that the pieces' boxes tile `grid` exactly: every box of the
+// grid's rank, non-negative, inside the grid, no two sharing an element,
+// together covering every element. kCorrupt otherwise, the message naming
+// the piece(s) by `piece_names[i]` and the numbers. O(pieces log pieces)
+// for a split along one dim; pairs that meet in the sweep dim otherwise.
+Status CheckTiling(std::span<const int64_t> grid, std::span<const Piece> pieces,
+                   std::span<const std::string> piece_names);
+
+// Checks a piece's view against its storage: strides for every box dim,
+// the view's byte extent inside storage_nbytes, whole elements.
+// kCorrupt naming the numbers.
+Status CheckPieceView(const Piece& piece);
+
+}  // namespace zerofold::merge
+
+#endif  // ZEROFOLD_MERGE_PLAN_H_
