@@ -117,7 +117,7 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
-void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
+void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const std::vector<std::string>& removed_temps) {
   w.BeginObject();
   w.Key("checkpoint");
   w.String(r.checkpoint);
@@ -227,6 +227,10 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
     }
   }
   w.EndArray();
+  w.Key("removed_temp_files");
+  w.BeginArray();
+  for (const std::string& p : removed_temps) w.String(p);
+  w.EndArray();
   w.EndObject();
 }
 
@@ -300,6 +304,7 @@ int RunMerge(const std::vector<std::string>& argv) {
 
   Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
   if (!r.ok()) {
     return CommandFailed(r.status(), as_json);
   }
@@ -307,7 +312,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
-    WriteJson(w, *r, options.dry_run);
+    WriteJson(w, *r, options.dry_run, removed_temps);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {
       PrintError(text.status());

@@ -243,6 +243,7 @@ int RunShrink(const std::vector<std::string>& argv) {
   }
   Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request);
   progress.Clear();
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
     PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json);
@@ -258,6 +259,10 @@ int RunShrink(const std::vector<std::string>& argv) {
     w.Key("files");
     w.BeginArray();
     for (const ops::ShrinkReport& r : reports) WriteReportJson(w, r);
+    w.EndArray();
+    w.Key("removed_temp_files");
+    w.BeginArray();
+    for (const std::string& p : removed_temps) w.String(p);
     w.EndArray();
     w.EndObject();
     Result<std::string> text = w.Finish();

@@ -30,7 +30,7 @@ const std::string kOut = "out/ckpt.pt";
 
 bool HasTempFile(const io::MemEnv& mem) {
   for (const std::string& f : mem.Files())
-    if (f.find(".zf-tmp-") != std::string::npos) return true;
+    if (f.find(".zerofold-tmp.") != std::string::npos) return true;
   return false;
 }
 
