@@ -190,6 +190,8 @@ typedef struct zf_shrink_report {
   uint64_t tensors;          /* tensors written, each name counted */
   uint64_t verified_tensors; /* verify: tensors found equal; else 0 */
   uint64_t verified_bytes;   /* verify: their logical bytes; else 0 */
+  uint64_t unchanged_files;  /* files already compact: the input's bytes written unchanged
+                                (in place: left untouched); shrink never grows a file */
 } zf_shrink_report;
 
 /* Shrinks `in` into `out` as `zerofold shrink [FLAGS] IN OUT` does: every

@@ -47,7 +47,8 @@ constexpr const char* kMergeHelp =
     "shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
     "--to safetensors model.safetensors or its shards and index), or a file\n"
     "name ending in .bin, .pt or .safetensors, written as that one file.\n"
-    "Output files appear only when all of them are complete.\n"
+    "Output files appear only when all of them are complete. Temp files that\n"
+    "killed runs left in the output folder are removed, with a note on stderr.\n"
     "\n"
     "examples:\n"
     "  zerofold merge ckpt/ out/                      # out/pytorch_model.bin\n"
@@ -182,7 +183,7 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
-void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
+void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const std::vector<std::string>& removed_temps) {
   const bool dcp = r.kind == ops::CheckpointKind::kDcp;
   w.BeginObject();
   w.Key("checkpoint");
@@ -316,6 +317,10 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run) {
     }
   }
   w.EndArray();
+  w.Key("removed_temp_files");
+  w.BeginArray();
+  for (const std::string& p : removed_temps) w.String(p);
+  w.EndArray();
   w.EndObject();
 }
 
@@ -386,6 +391,7 @@ int RunMerge(const std::vector<std::string>& argv) {
 
   Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
   if (!r.ok()) {
     return CommandFailed(r.status(), as_json);
   }
@@ -393,7 +399,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
-    WriteJson(w, *r, options.dry_run);
+    WriteJson(w, *r, options.dry_run, removed_temps);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {
       PrintError(text.status());

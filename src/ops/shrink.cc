@@ -26,6 +26,59 @@ std::string StemOf(const std::string& path) {
   return base.empty() ? "archive" : base;
 }
 
+namespace {
+
+// Verifies what `sink` holds against `src` when asked, then commits it.
+Result<ShrinkReport> Commit(const RandomSource& src, io::NamedOutput& sink, const ShrinkOptions& options,
+                            ShrinkReport& report) {
+  if (options.verify) {
+    // Before the commit: a mismatch leaves the target, in place the input, as it was.
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink.OpenWritten());
+    ZF_ASSIGN_OR_RETURN(VerifyReport v, VerifyWritten(src, *back, {options.read, options.buffer_bytes, options.select}));
+    report.verified = true;
+    report.verified_tensors = v.tensors;
+    report.verified_bytes = v.bytes;
+  }
+  ZF_TRY(sink.Commit());
+  report.output_file_bytes = sink.stored_bytes();
+  return report;
+}
+
+// The rewrite would not be smaller than the input: `output` gets the
+// input's bytes; in place (`output` names the input) nothing is written.
+Result<ShrinkReport> CopyUnchanged(Env* env, const RandomSource& src, const std::string& output,
+                                   const ShrinkOptions& options, ShrinkReport report) {
+  report.copied_unchanged = true;
+  report.output_file_bytes = report.input_file_bytes;
+  report.stored_after = report.stored_before;
+  report.storages_after = report.storages_before;
+  report.changed_storages.clear();
+  if (options.dry_run) return report;
+  if (output == report.input) {
+    if (options.verify) {
+      ZF_ASSIGN_OR_RETURN(VerifyReport v, VerifyWritten(src, src, {options.read, options.buffer_bytes, options.select}));
+      report.verified = true;
+      report.verified_tensors = v.tensors;
+      report.verified_bytes = v.bytes;
+    }
+    return report;
+  }
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
+  std::vector<std::byte> buffer(static_cast<size_t>(std::min<uint64_t>(options.buffer_bytes, std::max<uint64_t>(src.size(), 1))));
+  for (uint64_t pos = 0; pos < src.size();) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), src.size() - pos));
+    std::span<std::byte> bytes(buffer.data(), n);
+    ZF_TRY(ReadExactAt(src, pos, bytes));
+    Status appended = sink->sink()->Append(bytes);
+    if (!appended.ok()) return appended.WithPath(output);
+    pos += n;
+    if (options.progress) options.progress(pos, src.size());
+  }
+  return Commit(src, *sink, options, report);
+}
+
+}  // namespace
+
 Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
                                 const ShrinkOptions& options) {
   if (options.verify && !options.dry_run) {
@@ -58,6 +111,8 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   contents.storages = prepared->records;
   contents.extras = extras;
   report.output_file_bytes = torch::TorchArchiveSize(contents);
+  if (IsPlainShrink(options) && report.output_file_bytes >= report.input_file_bytes)
+    return CopyUnchanged(env, *src, output, options, std::move(report));
   if (options.dry_run) return report;
 
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
@@ -77,17 +132,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   };
   Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
   if (!written.ok()) return written.WithPath(output);
-  if (options.verify) {
-    // Before the commit: a mismatch leaves the target, in place the input, as it was.
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink->OpenWritten());
-    ZF_ASSIGN_OR_RETURN(VerifyReport v, VerifyWritten(*src, *back, {options.read, options.buffer_bytes, options.select}));
-    report.verified = true;
-    report.verified_tensors = v.tensors;
-    report.verified_bytes = v.bytes;
-  }
-  ZF_TRY(sink->Commit());
-  report.output_file_bytes = sink->stored_bytes();
-  return report;
+  return Commit(*src, *sink, options, report);
 }
 
 }  // namespace zerofold::ops

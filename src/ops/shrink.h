@@ -52,8 +52,14 @@ struct ShrinkReport {
   size_t tensors = 0;
   size_t storages_before = 0;
   size_t storages_after = 0;
-  // "KEY: N bytes -> parts of A, B, ... bytes" for each storage split or trimmed.
+  // "KEY: N bytes -> A + B + ..." for each storage split or trimmed.
   std::vector<std::string> changed_storages;
+  // "KEY: kept whole: N B unreferenced, less than splitting costs" for each
+  // storage with unreferenced bytes that splitting would not make smaller.
+  std::vector<std::string> kept_whole;
+  // A plain shrink whose rewrite would not be smaller than the input wrote
+  // the input's bytes unchanged (in place: left the input untouched).
+  bool copied_unchanged = false;
   std::vector<std::string> unsafe_globals;  // carried through (keep_unsafe)
   // Each tensor's name and logical bytes (numel x itemsize), in order.
   std::vector<std::pair<std::string, uint64_t>> tensor_nbytes;

@@ -279,10 +279,19 @@ static void test_shrink_file(void) {
   CHECK_CODE(zf_shrink(views, out, NULL, &r, error_init(&b, sizeof b.message)), ZF_OK);
   CHECK(same_bytes(out, want));
   CHECK_EQ_U64(r.input_bytes, 1823);
-  CHECK_EQ_U64(r.output_bytes, 1689);
-  CHECK_EQ_U64(file_size(out), 1689);
+  CHECK_EQ_U64(r.output_bytes, 1439);
+  CHECK_EQ_U64(file_size(out), 1439);
   CHECK_EQ_U64(r.output_files, 1);
   CHECK_EQ_U64(r.tensors, 6);
+  CHECK_EQ_U64(r.unchanged_files, 0);
+
+  /* A legacy file with nothing to reclaim is written unchanged. */
+  PATH(legacy, "%s/torch/legacy_state_dict.pt", fixtures);
+  PATH(legacy_out, "%s/legacy_copy.pt", tmp);
+  CHECK_CODE(zf_shrink(legacy, legacy_out, NULL, &r, NULL), ZF_OK);
+  CHECK(same_bytes(legacy, legacy_out));
+  CHECK_EQ_U64(r.unchanged_files, 1);
+  CHECK_EQ_U64(r.output_bytes, 1778);
   CHECK_EQ_U64(r.verified_tensors, 0);
   /* Success clears the error. */
   CHECK_CODE(b.e.code, ZF_OK);
@@ -316,7 +325,7 @@ static void test_shrink_file(void) {
   zf_shrink_options_set_dry_run(o, 1);
   CHECK_CODE(zf_shrink(views, dry, o, &r, NULL), ZF_OK);
   CHECK(!exists(dry));
-  CHECK_EQ_U64(r.output_bytes, 1689);
+  CHECK_EQ_U64(r.output_bytes, 1439);
   CHECK_EQ_U64(r.input_bytes, 1823);
 
   /* verify with dry_run is refused, as the CLI refuses it. */
