@@ -36,6 +36,10 @@ struct ShrinkOptions {
   std::optional<torch::DType> dtype;
   // Write only the subtree at this key path (ops/select.h); "" writes all.
   std::string select;
+  // A conversion (`zerofold convert`): always write a new torch archive with
+  // every storage split exactly. Without it (and without dtype or select)
+  // the rewrite never grows a file: see IsPlainShrink.
+  bool convert = false;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Compression of ".zst" outputs and limits for ".zst" inputs.

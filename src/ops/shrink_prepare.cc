@@ -18,7 +18,9 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 }  // namespace
 
-bool IsPlainShrink(const ShrinkOptions& options) { return !options.dtype && options.select.empty(); }
+bool IsPlainShrink(const ShrinkOptions& options) {
+  return !options.convert && !options.dtype && options.select.empty();
+}
 
 Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string& input, const std::string& output,
                                      const ShrinkOptions& options) {

@@ -29,7 +29,7 @@ struct PreparedShrink {
   std::string top_folder;                     // the input's, or StemOf(output) for legacy input
 };
 
-// A shrink that neither casts nor selects: its output is never larger than
+// A shrink that neither converts, casts nor selects: its output is never larger than
 // its input (see ShrinkReport::copied_unchanged).
 bool IsPlainShrink(const ShrinkOptions& options);
 
