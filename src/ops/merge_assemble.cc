@@ -62,6 +62,9 @@ Status TensorAssembler::AssembleSlice(const zero::OutputTensor& tensor, const ze
         .WithPath(file.path)
         .WithRecord(where.record);
   }
+  Result<const RandomSource*> opened = file.bytes->For(where);
+  if (!opened.ok()) return Status(opened.status()).WithPath(file.path);
+  const RandomSource* bytes = *opened;
   const bool copy = slice.dtype == tensor.dtype;
   const size_t chunk_elems = buffer_bytes_ / std::max(in_size, out_size);
   if (in_.size() < chunk_elems * in_size) in_.resize(chunk_elems * in_size);
@@ -70,7 +73,7 @@ Status TensorAssembler::AssembleSlice(const zero::OutputTensor& tensor, const ze
   while (done < slice.count) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk_elems, slice.count - done));
     std::span<std::byte> in(in_.data(), n * in_size);
-    Status read = ReadExactAt(*file.source, where.data_offset + *begin + done * in_size, in);
+    Status read = ReadExactAt(*bytes, *begin + done * in_size, in);
     if (!read.ok()) return read.WithRecord(where.record).WithPath(file.path);
     bytes_read_ += in.size();
     if (copy) {

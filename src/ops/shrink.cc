@@ -9,6 +9,7 @@
 #include "ops/verify.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::ops {
 
@@ -61,12 +62,14 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
 
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
   CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+  torch::StorageSources sources(*src);
   uint64_t done = 0;
   const uint64_t total = report.stored_after;
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const plan::OutputStorage& o = plan.storages[index];
     const torch::Storage& in = ckpt.storages[o.input_storage];
-    return copier.Copy(*src, in.data_offset + o.begin, o.nbytes(), casts[index], in.record,
+    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(in));
+    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], in.record,
                        [&](std::span<const std::byte> bytes) -> Status {
                          ZF_TRY(emit(bytes));
                          done += bytes.size();
@@ -75,6 +78,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
                        });
   };
   Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
+  if (written.ok()) written = sources.Finish().WithPath(input);
   if (!written.ok()) return written.WithPath(output);
   if (options.verify) {
     // Before the commit: a mismatch leaves the target, in place the input, as it was.

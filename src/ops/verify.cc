@@ -71,9 +71,10 @@ std::vector<Dim> CollapsedDims(const torch::Tensor& t) {
 // second half stages gathered bytes before they are hashed.
 class Digester {
  public:
-  Digester(const RandomSource& src, const torch::Storage& storage, uint32_t itemsize,
+  // `bytes`: the storage's bytes from offset 0 (torch/storage_source.h).
+  Digester(const RandomSource& bytes, const torch::Storage& storage, uint32_t itemsize,
            std::span<std::byte> buffer, Xxh3Hasher& hasher)
-      : src_(src), storage_(storage), itemsize_(itemsize), hasher_(hasher), buffer_(buffer),
+      : src_(bytes), storage_(storage), itemsize_(itemsize), hasher_(hasher), buffer_(buffer),
         window_(buffer.first(buffer.size() / 2)), staging_(buffer.subspan(buffer.size() / 2)) {}
 
   // Hashes `count` contiguous elements starting at byte `pos` of the storage.
@@ -114,7 +115,7 @@ class Digester {
 
  private:
   Status Read(uint64_t pos, std::span<std::byte> dst) {
-    Status s = ReadExactAt(src_, storage_.data_offset + pos, dst);
+    Status s = ReadExactAt(src_, pos, dst);
     if (!s.ok()) return s.WithRecord(storage_.record).WithPath(src_.name());
     return Status::OK();
   }
@@ -137,7 +138,7 @@ Status Mismatch(const torch::Tensor& t, const std::string& what) {
 
 }  // namespace
 
-Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
+Result<Hash128> TensorDigest(torch::StorageSources& sources, const torch::Checkpoint& ckpt,
                              const torch::Tensor& tensor, std::span<std::byte> buffer) {
   if (buffer.size() < kMinDigestBuffer)
     return Status::InvalidArgument("digest buffer of " + std::to_string(buffer.size()) + " bytes; at least " +
@@ -175,7 +176,8 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                                    ", offset " + std::to_string(tensor.storage_offset) +
                                    " is not contiguous from a byte boundary")
             .WithRecord(tensor.name);
-      Digester bytes(src, storage, 1, buffer, hasher);
+      ZF_ASSIGN_OR_RETURN(const RandomSource* src, sources.For(storage));
+      Digester bytes(*src, storage, 1, buffer, hasher);
       ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
       ZF_TRY(bytes.FlushStaging());
       return hasher.Digest();
@@ -185,7 +187,8 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
     const size_t outer_dims = dims.size() - 1;
     std::vector<uint64_t> index(outer_dims, 0);
     const uint64_t first = static_cast<uint64_t>(tensor.storage_offset);
-    Digester digester(src, storage, itemsize, buffer, hasher);
+    ZF_ASSIGN_OR_RETURN(const RandomSource* src, sources.For(storage));
+    Digester digester(*src, storage, itemsize, buffer, hasher);
     // Every element offset lies in [first, extent end): strides are
     // non-negative (ViewExtent refuses others), so no sum below overflows.
     for (;;) {
@@ -206,6 +209,34 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
   return hasher.Digest();
 }
 
+Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
+                             const torch::Tensor& tensor, std::span<std::byte> buffer) {
+  torch::StorageSources sources(src);
+  return TensorDigest(sources, ckpt, tensor, buffer);
+}
+
+namespace {
+
+// Every tensor's digest, indexed as ckpt.tensors, computed in the order of
+// (storage, storage offset).
+Result<std::vector<Hash128>> DigestsInStorageOrder(torch::StorageSources& sources, const torch::Checkpoint& ckpt,
+                                                   std::span<std::byte> buffer) {
+  std::vector<size_t> order(ckpt.tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const torch::Tensor& a = ckpt.tensors[x];
+    const torch::Tensor& b = ckpt.tensors[y];
+    return a.storage != b.storage ? a.storage < b.storage : a.storage_offset < b.storage_offset;
+  });
+  std::vector<Hash128> digests(order.size());
+  for (size_t i : order) {
+    ZF_ASSIGN_OR_RETURN(digests[i], TensorDigest(sources, ckpt, ckpt.tensors[i], buffer));
+  }
+  return digests;
+}
+
+}  // namespace
+
 Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoint& ckpt_a,
                                    const RandomSource& b, const torch::Checkpoint& ckpt_b,
                                    std::span<std::byte> buffer) {
@@ -214,6 +245,10 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
     return Status::Corrupt("holds " + std::to_string(ckpt_b.tensors.size()) + " tensors, the input " +
                            std::to_string(ckpt_a.tensors.size()))
         .WithPath(path);
+  // Digests in storage order: a deflated storage is read forward once.
+  torch::StorageSources sources_a(a), sources_b(b);
+  ZF_ASSIGN_OR_RETURN(std::vector<Hash128> digests_a, DigestsInStorageOrder(sources_a, ckpt_a, buffer));
+  ZF_TRY(sources_a.Finish());
   VerifyReport report;
   for (size_t i = 0; i < ckpt_a.tensors.size(); ++i) {
     const torch::Tensor& x = ckpt_a.tensors[i];
@@ -233,8 +268,8 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
       differs = Mismatch(x, "requires_grad, Parameter or quantized flag changed");
     }
     if (!differs.ok()) return differs.WithPath(path);
-    ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
-    ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
+    const Hash128 hx = digests_a[i];
+    ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(sources_b, ckpt_b, y, buffer));
     if (hx != hy)
       return Mismatch(x, "xxh3-128 of its " + std::to_string(y.nbytes()) + " bytes is " + hy.Hex() + ", input " +
                              hx.Hex())

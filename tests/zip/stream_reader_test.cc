@@ -205,7 +205,7 @@ const StreamBadCase kStreamBadCases[] = {
      [](const auto& s) { return s.data[1] + 100; }, "arch/data/0"},
     {"local header signature", [](const auto& s, auto& b) { Put32(b, s.header[2], 0x04034b51); }, Way::kReadAll,
      Code::kCorrupt, [](const auto& s) { return s.header[2]; }, ""},
-    {"local header method", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 8); },
+    {"local header method", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 12); },
      Way::kReadAll, Code::kUnsupported, [](const auto& s) { return s.header[2] + kLocalMethodOffset; },
      "arch/data/1"},
     {"local header encrypted", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalFlagsOffset, 0x0809); },
