@@ -14,7 +14,6 @@ are all rewritten deflated merges to the same bytes as the original. The stream 
 form's bytes.
 """
 
-import io
 import json
 import re
 import os
@@ -29,10 +28,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from fixture_list import ROOT, fixture  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "fixtures", "zip", "deflate"))
 
 import torch  # noqa: E402
 
 import torch_oracle as oracle  # noqa: E402
+from make_deflate import stream_rewrite  # noqa: E402
 
 ZEROFOLD = os.environ.get("ZEROFOLD", os.path.join(ROOT, "build", "zerofold"))
 LEVELS = list(range(10))
@@ -57,24 +58,7 @@ def rewrite(src, dst, compression, level=None, stream=False):
                     zout.writestr(zipfile.ZipInfo(info.filename, date_time=(2020, 1, 1, 0, 0, 0)),
                                   zin.read(info.filename), compress_type=compression, compresslevel=level)
             return
-
-        class Unseekable(io.RawIOBase):
-            def __init__(self, f):
-                self.f = f
-
-            def writable(self):
-                return True
-
-            def write(self, b):
-                return self.f.write(b)
-
-        with open(dst, "wb") as raw:
-            with zipfile.ZipFile(Unseekable(raw), "w", compression=compression, compresslevel=level) as zout:
-                for info in infos:
-                    zi = zipfile.ZipInfo(info.filename, date_time=(2020, 1, 1, 0, 0, 0))
-                    zi.compress_type = compression
-                    with zout.open(zi, "w") as w:
-                        w.write(zin.read(info.filename))
+    stream_rewrite(src, dst, level)
 
 
 def methods(path):
