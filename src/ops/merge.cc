@@ -216,6 +216,11 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
     sinks.push_back(std::move(sink));
   }
   report.bytes_read = assembler.bytes_read();  // before verify reads more
+  // Deflated rank files: the records read so far are inflated to their
+  // ends, so their sizes and CRC-32s are checked before anything commits.
+  for (const std::vector<ZeroFile>* files : {&loaded.model_files, &loaded.optim_files})
+    for (const ZeroFile& f : *files)
+      if (Status s = f.bytes->Finish(); !s.ok()) return s.WithPath(f.path);
   if (options.verify) {
     // Before any commit: a mismatch leaves every target as it was.
     std::vector<std::unique_ptr<RandomSource>> backs;
