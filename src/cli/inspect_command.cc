@@ -28,8 +28,10 @@ constexpr const char* kInspectHelp =
     "pickles (or safetensors headers), never the tensor bytes: one line per\n"
     "tensor (name, dtype, shape, stride, storage, offset, bytes), then per file\n"
     "the bytes stored in storages, the bytes their views reference, the bloat\n"
-    "ratio, tied tensors and unsafe globals (globals that would run code if\n"
-    "torch.load unpickled the file; zerofold never runs them).\n"
+    "ratio, tied tensors, unsafe globals (globals that would run code if\n"
+    "torch.load unpickled the file; zerofold never runs them), and how many\n"
+    "zip records are deflated (compressed; zerofold inflates them as it reads\n"
+    "and writes its outputs stored, as torch does).\n"
     "\n"
     "PATH is a torch file (zip or legacy format), a safetensors file, a\n"
     "Hugging Face model folder (pytorch_model.bin.index.json,\n"
@@ -90,6 +92,9 @@ void PrintHuman(const model::Listing& l) {
     for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + Shown(l.unsafe_globals[i]);
     std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
   }
+  if (l.deflated_records > 0)
+    std::printf("  deflated: %llu of %llu zip records are compressed (inflated when read; outputs are written stored)\n",
+                static_cast<unsigned long long>(l.deflated_records), static_cast<unsigned long long>(l.zip_records));
 }
 
 void PrintDcp(const dcp::Listing& l) {

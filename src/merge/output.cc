@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "merge/assemble.h"
+#include "merge/piece_reader.h"
 #include "merge/verify.h"
 #include "merge/write.h"
 #include "model/hf_folder.h"
@@ -165,6 +166,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
         .WithPath(earlier.front());
   if (options.dry_run) return Status::OK();
+  ZF_TRY(CheckDeflatedRecords(plan));
 
   if (!target.single_file) ZF_TRY(env->CreateDirs(out));
   TensorAssembler assembler(plan.sources, options.buffer_bytes);

@@ -83,8 +83,9 @@ ZeroFile KeepLocations(std::string path, std::unique_ptr<RandomSource> source, c
   ZeroFile f;
   f.path = std::move(path);
   f.source = std::move(source);
+  f.bytes = std::make_unique<torch::StorageSources>(*f.source);
   f.unsafe_globals = ckpt.unsafe_globals;
-  for (const torch::Storage& s : ckpt.storages) f.storages.emplace(s.key, StorageLocation{s.data_offset, s.nbytes, s.record});
+  for (const torch::Storage& s : ckpt.storages) f.storages.emplace(s.key, s);
   return f;
 }
 

@@ -19,6 +19,7 @@
 
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
+#include "torch/storage_source.h"
 #include "zero/description.h"
 #include "zero/plan.h"
 #include "zerofold/env.h"
@@ -26,17 +27,17 @@
 
 namespace zerofold::ops {
 
-// Where one storage's bytes are in its file.
-struct StorageLocation {
-  uint64_t data_offset = 0;  // absolute offset of the first byte
-  uint64_t nbytes = 0;       // declared bytes (the record holds at least these)
-  std::string record;        // "archive/data/3", for messages
-};
+// Where one storage's bytes are in its file: the storage as read, its
+// nbytes declared (the record holds at least these), its record's name,
+// offset and zip method (read through ZeroFile::bytes).
+using StorageLocation = torch::Storage;
 
 // One rank file, open for reading.
 struct ZeroFile {
   std::string path;  // tag folder + "/" + name
   std::unique_ptr<RandomSource> source;
+  // Storage bytes, stored or deflated (torch/storage_source.h), over `source`.
+  std::unique_ptr<torch::StorageSources> bytes;
   std::unordered_map<std::string, StorageLocation> storages;  // by storage key
   std::vector<std::string> unsafe_globals;  // as ReadCheckpoint lists them
 };

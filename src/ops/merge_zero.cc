@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "io/checked_math.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::ops {
 
@@ -43,6 +44,11 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
       p.dtype = slice.dtype;
       p.data_offset = where.data_offset;
       p.storage_nbytes = where.nbytes;
+      if (where.method != 0) {  // a deflated record (torch/storage_source.h)
+        p.transform = merge::Transform::kDeflate;
+        p.deflated = torch::RecordEntry(where);
+        p.data_offset = 0;
+      }
       p.view_offset = static_cast<int64_t>(slice.offset);
       p.strides = {1};
       g.pieces.push_back(std::move(p));

@@ -10,6 +10,7 @@
 #include "ops/verify.h"
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::ops {
 
@@ -111,18 +112,22 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   contents.storages = prepared->records;
   contents.extras = extras;
   report.output_file_bytes = torch::TorchArchiveSize(contents);
-  if (IsPlainShrink(options) && report.output_file_bytes >= report.input_file_bytes)
+  // A deflated input is always rewritten: outputs are stored, as torch
+  // writes them, so its size is no measure of the rewrite's.
+  if (IsPlainShrink(options) && ckpt.deflated_records == 0 && report.output_file_bytes >= report.input_file_bytes)
     return CopyUnchanged(env, *src, output, options, std::move(report));
   if (options.dry_run) return report;
 
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
   CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+  torch::StorageSources sources(*src);
   uint64_t done = 0;
   const uint64_t total = report.stored_after;
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const plan::OutputStorage& o = plan.storages[index];
     const torch::Storage& in = ckpt.storages[o.input_storage];
-    return copier.Copy(*src, in.data_offset + o.begin, o.nbytes(), casts[index], in.record,
+    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(in));
+    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], in.record,
                        [&](std::span<const std::byte> bytes) -> Status {
                          ZF_TRY(emit(bytes));
                          done += bytes.size();
@@ -131,6 +136,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
                        });
   };
   Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
+  if (written.ok()) written = sources.Finish().WithPath(input);
   if (!written.ok()) return written.WithPath(output);
   return Commit(*src, *sink, options, report);
 }

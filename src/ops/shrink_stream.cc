@@ -287,7 +287,8 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, TeeSource& te
   };
   const std::vector<torch::ExtraRecord> met = Extras(reader);
   contents.extras = met;
-  if (IsPlainShrink(options) && !RewriteIsSmaller(reader, contents)) {
+  // A deflated input (by the records met so far) is always rewritten stored.
+  if (IsPlainShrink(options) && reader.checkpoint().deflated_records == 0 && !RewriteIsSmaller(reader, contents)) {
     // Already compact: the input passes through unchanged (checked by the
     // reader as it goes).
     report.copied_unchanged = true;

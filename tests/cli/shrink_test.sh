@@ -101,9 +101,12 @@ head -c 2000 "$F/torch/state_dict.pt" >"$T/cut.pt"
 run_z shrink "$T/cut.pt" out.pt
 expect "truncated" 1 "zerofold: $T/cut.pt: @ 0: corrupt: no end of central directory record in the last 2000 bytes: not a zip archive, or truncated
 "
+# Deflated records are inflated; the output is stored, as torch writes it.
 run_z shrink "$F/bad/deflated.pt" out.pt
-expect "deflated" 1 "zerofold: $F/bad/deflated.pt: deflated/data.pkl @ 1389: unsupported: compression method 8 (deflate); only stored entries (method 0) are read
-"
+expect "deflated" 0 ""
+"$Z" inspect --json out.pt | grep -q '"deflated_records":0}' || fail "deflated: output not stored"
+"$Z" inspect --json "$F/bad/deflated.pt" | grep -q '"deflated_records":11}' || fail "deflated: input not counted"
+rm -f out.pt
 run_z shrink "$F/bad/unsafe_eval.pt" out.pt
 expect "unsafe" 1 "zerofold: $F/bad/unsafe_eval.pt: unsafe: pickle references globals that would run code when torch.load reads it: builtins.eval (--keep-unsafe carries them through unexecuted)
 "
