@@ -127,9 +127,12 @@ struct ReadOptions {
   pickle::DecodeLimits pickle;
   zip::ReadOptions zip;
   uint64_t max_pickle_bytes = 1ull << 32;  // data.pkl held in memory; --max-pickle-bytes
-  // Graph nodes visited while naming tensors (a node reached by k paths
-  // counts k times); more is kLimit. Raise with --max-graph-visits.
-  uint64_t max_graph_visits = 1ull << 26;
+  // Steps taken naming tensors: each graph node visited (a node reached by
+  // k paths counts k times) and each step of each tensor's path, which the
+  // tensor keeps; more is kLimit. Bounds the time and the memory naming
+  // takes, which shared subgraphs multiply (a 1 KB pickle can reach one
+  // tensor by 2^40 paths). Raise with --max-graph-visits.
+  uint64_t max_graph_visits = 1ull << 22;
   // Steps in one tensor's path; more is kLimit. Raise with --max-path-depth.
   uint32_t max_path_depth = 10000;
 };

@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,7 @@ class Reader {
   Result<std::span<const NodeId>> Dict(NodeId n, std::string_view where) const {
     std::optional<std::span<const NodeId>> items = DictItems(n);
     if (!items) return Error(where, "expected a dict, found " + KindName(n));
+    ZF_TRY(ReadOnce(n, where));
     return *items;
   }
 
@@ -112,6 +114,7 @@ class Reader {
     if (g_.kind(n) != Kind::kList && g_.kind(n) != Kind::kTuple) {
       return Error(where, "expected a list, found " + KindName(n));
     }
+    ZF_TRY(ReadOnce(n, where));
     return g_.Items(n);
   }
 
@@ -188,10 +191,22 @@ class Reader {
   const pickle::Graph& graph() const { return g_; }
 
  private:
+  // Each container is read at most once. DeepSpeed never shares one between
+  // keys; a pickle that does (a list of one dict 3000 times, each of 3000
+  // entries) would make the description grow with the product of sizes
+  // while the file grows with their sum.
+  Status ReadOnce(NodeId n, std::string_view where) const {
+    if (!read_.insert(n).second) {
+      return Error(where, KindName(n) + " that was read before, at another key (a shared container)");
+    }
+    return Status::OK();
+  }
+
   const torch::Checkpoint& ckpt_;
   const pickle::Graph& g_;
   std::string file_;
   std::unordered_map<NodeId, size_t> tensors_;  // node -> first Tensor reaching it
+  mutable std::unordered_set<NodeId> read_;     // containers read (ReadOnce)
 };
 
 Result<std::vector<NamedShape>> NamedShapes(const Reader& r, NodeId n, std::string_view where) {
