@@ -70,9 +70,10 @@ std::string Base(const std::string& path) {
 }
 
 std::string SourceText(const ops::MergeReport& r, const zero::SourceSlice& s) {
-  // The plan indexes model files first in input_files, then optim files.
-  size_t model_files = r.input_files.size() - r.plan.world_size;
-  size_t index = s.source == zero::SourceKind::kOptimStates ? model_files + s.file : s.file;
+  // input_files: model files, then optim files, then universal param files.
+  size_t index = s.source == zero::SourceKind::kOptimStates  ? r.model_files + s.file
+                 : s.source == zero::SourceKind::kParamFile ? r.model_files + r.optim_files + s.file
+                                                             : s.file;
   std::string file = index < r.input_files.size() ? Base(r.input_files[index]) : "?";
   std::string text = file + ":data/" + s.storage + "[" + std::to_string(s.offset) + ":" + std::to_string(s.offset + s.count) + "]";
   if (s.dtype != torch::DType::kFloat32) text.append(" ").append(torch::Info(s.dtype).name);

@@ -22,6 +22,9 @@ class JsonFiles {
  public:
   JsonFiles();
   void Add(const model::Listing& listing);
+  // An entry `fill` writes whole (one JSON object), e.g. a DeepSpeed folder.
+  template <typename Fill>
+  void AddObject(Fill fill) { fill(w_); }
   // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
   void AddError(const std::string& path, const Status& status);
   // The whole document, with a trailing newline; an error only for a

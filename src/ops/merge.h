@@ -73,7 +73,8 @@ struct MergeReport {
   std::string tag_folder;
   std::string tag;
   std::string ds_version;
-  std::vector<std::string> input_files;  // model states, then optim states, in rank order
+  std::vector<std::string> input_files;  // model states, then optim states in rank order, then universal fp32.pt files
+  size_t model_files = 0, optim_files = 0;  // how many of input_files are of each kind
   zero::MergePlan plan;
   MergeLayout layout;
   MergeFormat format = MergeFormat::kTorch;
