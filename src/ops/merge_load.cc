@@ -208,6 +208,7 @@ Result<LoadedZero> LoadZeroCheckpoint(Env* env, const std::string& tag_folder, c
     WarnUnsafe(out.optim_files.back(), &out);
   }
   if (IsUniversalTagFolder(env, tag_folder)) ZF_TRY(LoadUniversalParams(env, read, &out));
+  ZF_TRY(LoadOffloadedPartitions(env, &out));
   return out;
 }
 

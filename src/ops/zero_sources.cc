@@ -1,6 +1,8 @@
 #include "ops/zero_sources.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <unordered_set>
 #include <utility>
 
 #include "io/checked_math.h"
@@ -12,6 +14,8 @@ namespace zerofold::ops {
 namespace {
 
 constexpr const char* kFp32File = "fp32.pt";
+// engine.py save_checkpoint (v0.19.5): <tag>/offloaded_tensors/rank<NN>.
+constexpr const char* kOffloadedTensorsFolder = "offloaded_tensors";
 
 std::string Join(const std::string& folder, const std::string& name) {
   return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
@@ -79,6 +83,81 @@ Status LoadUniversalParams(Env* env, const torch::ReadOptions& read, LoadedZero*
     f.source = std::move(src);
     for (const torch::Storage& s : ckpt->storages) f.storages.emplace(s.key, StorageLocation{s.data_offset, s.nbytes, s.record});
     out->param_files.push_back(std::move(f));
+  }
+  return Status::OK();
+}
+
+Status LoadOffloadedPartitions(Env* env, LoadedZero* out) {
+  zero::ZeroCheckpoint& d = out->description;
+  const uint64_t ws = d.optim_states.size();
+  for (zero::OptimStates& o : d.optim_states) {
+    if (o.zero_stage != 3) continue;
+    bool empty = !o.fp32_groups.empty();
+    for (const zero::TensorMeta& t : o.fp32_groups)
+      empty = empty && std::any_of(t.shape.begin(), t.shape.end(), [](int64_t x) { return x == 0; });
+    if (!empty) continue;
+    char rank_dir[32];
+    std::snprintf(rank_dir, sizeof rank_dir, "rank%02u", o.rank);
+    const std::string folder = Join(Join(out->tag_folder, kOffloadedTensorsFolder), rank_dir);
+    if (!env->IsDirectory(folder)) {
+      return Status::NotFound("fp32_flat_groups are empty tensors (optimizer offloaded to NVMe): their data belongs in " +
+                              folder + ", which is missing")
+          .WithPath(o.file);
+    }
+    const zero::ModelStates& m = d.model_states[std::min<size_t>(o.rank, d.model_states.size() - 1)];
+    if (m.param_shapes.size() != o.fp32_groups.size()) {
+      return Status::Corrupt("param_shapes has " + std::to_string(m.param_shapes.size()) + " sub-groups, fp32_flat_groups " +
+                             std::to_string(o.fp32_groups.size()))
+          .WithPath(o.file);
+    }
+    // zero.Init numbers params (ds_id) in module order; a tie is its owner.
+    std::vector<std::string> order;
+    std::unordered_set<std::string> skip(m.buffer_names.begin(), m.buffer_names.end());
+    if (m.shared_params)
+      for (const zero::SharedParam& sp : *m.shared_params) skip.insert(sp.name);
+    for (const zero::NamedTensor& t : m.module)
+      if (!skip.count(t.name)) order.push_back(t.name);
+    auto index_of = [&order](const std::string& name) -> int64_t {
+      auto it = std::find(order.begin(), order.end(), name);
+      return it == order.end() ? -1 : it - order.begin();
+    };
+    o.offloaded_file.assign(o.fp32_groups.size(), -1);
+    for (size_t g = 0; g < o.fp32_groups.size(); ++g) {
+      const std::vector<zero::NamedShape>& params = m.param_shapes[g];
+      if (params.empty()) continue;
+      int64_t a = index_of(params.front().name), b = index_of(params.back().name);
+      uint64_t need = 0;
+      for (const zero::NamedShape& p : params) {
+        uint64_t n = 1;
+        for (int64_t x : p.shape) n = io::CheckedMul<uint64_t>(n, static_cast<uint64_t>(std::max<int64_t>(x, 0))).value_or(UINT64_MAX / 2);
+        need = io::CheckedAdd<uint64_t>(need, n / ws + (n % ws != 0)).value_or(UINT64_MAX / 2);
+      }
+      const std::string name = std::to_string(a) + "_" + std::to_string(b) + ".tensor.swp";
+      const std::string path = Join(folder, name);
+      if (a < 0 || b < 0 || !env->FileExists(path)) {
+        return Status::NotFound("sub-group " + std::to_string(g) + " (" + params.front().name + " .. " +
+                                params.back().name + ") was offloaded to NVMe, its file " + name + " is missing")
+            .WithPath(folder);
+      }
+      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));
+      const zero::TensorMeta empty = o.fp32_groups[g];
+      const uint64_t itemsize = torch::Info(empty.dtype).itemsize;
+      std::optional<uint64_t> bytes = io::CheckedMul<uint64_t>(need, itemsize);
+      if (!bytes || src->size() < *bytes || need > (uint64_t{1} << 62)) {
+        return Status::Corrupt("holds " + std::to_string(src->size()) + " bytes, sub-group " + std::to_string(g) +
+                               " of rank " + std::to_string(o.rank) + " needs " + std::to_string(need) + " " +
+                               std::string(torch::Info(empty.dtype).name) + " elements")
+            .WithPath(path);
+      }
+      ZeroFile f;
+      f.path = path;
+      f.storages.emplace("0", StorageLocation{0, src->size(), name});
+      f.source = std::move(src);
+      o.offloaded_file[g] = static_cast<int64_t>(out->param_files.size());
+      o.fp32_groups[g] = zero::TensorMeta{empty.dtype, {static_cast<int64_t>(need)}, {1}, "0", 0};
+      d.param_files.push_back(path);
+      out->param_files.push_back(std::move(f));
+    }
   }
   return Status::OK();
 }

@@ -26,6 +26,15 @@ bool IsUniversalTagFolder(Env* env, const std::string& tag_folder);
 // ReadCheckpoint and ExtractUniversalParam with the file's path.
 Status LoadUniversalParams(Env* env, const torch::ReadOptions& read, LoadedZero* out);
 
+// NVMe-offloaded stage-3 partitions (DeepSpeed #6963, #7613): a rank whose
+// fp32_flat_groups are empty tensors has each sub-group's data in
+// <tag>/offloaded_tensors/rank<NN>/<a>_<b>.tensor.swp (a, b: the module-order
+// indexes of the sub-group's first and last params, their zero.Init ds_ids).
+// Opens those files into out->param_files and points the rank's groups at
+// them. kNotFound naming the folder or file when absent; kCorrupt when a
+// file is shorter than its partition. Other checkpoints: untouched.
+Status LoadOffloadedPartitions(Env* env, LoadedZero* out);
+
 // ZeRO-0 fp16 (no optim-states files, FP16_Optimizer or
 // FP16_UnfusedOptimizer state in the model states): fills
 // out->description.zero0_masters. by_value: candidates are checked against

@@ -117,6 +117,10 @@ struct OptimStates {
   std::vector<TensorMeta> fp32_groups;   // this rank's fp32 partition, per group
   std::optional<std::vector<int64_t>> group_paddings;
   std::optional<std::vector<std::vector<SliceMapping>>> param_slice_mappings;  // per group
+  // NVMe offload (stage 3): per group, the index into
+  // ZeroCheckpoint::param_files of the swap file holding the partition
+  // (then fp32_groups[g] describes that file's flat float32 data), or -1.
+  std::vector<int64_t> offloaded_file;
 
   bool operator==(const OptimStates&) const = default;
 };

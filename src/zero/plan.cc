@@ -87,6 +87,7 @@ struct Part {
   uint32_t file = 0;
   const TensorMeta* tensor = nullptr;
   uint64_t len = 0;
+  std::optional<SourceKind> source;  // unset: the sequence's own
 };
 
 // Parts laid end to end, cut into slices. Take() calls must come with
@@ -110,7 +111,7 @@ class EndToEnd {
       const Part& p = parts_[index_];
       uint64_t within = begin - start_;
       uint64_t n = std::min(count, p.len - within);
-      out->push_back(SourceSlice{source_, p.file, p.tensor->storage,
+      out->push_back(SourceSlice{p.source.value_or(source_), p.file, p.tensor->storage,
                                  static_cast<uint64_t>(p.tensor->storage_offset) + within, n, p.tensor->dtype});
       begin += n;
       count -= n;
@@ -401,7 +402,7 @@ Status Planner::PlanStage12Params() {
       if (!sum || *sum > (uint64_t{1} << 62)) return Corrupt("fp32 partitions too large", o.file);
       total = *sum;
       lens.push_back(n);
-      parts.push_back(Part{o.rank, &o.fp32_groups[g], n});
+      parts.push_back(Part{o.rank, &o.fp32_groups[g], n, std::nullopt});
     }
     std::vector<uint64_t> numels;
     uint64_t need = 0;
@@ -530,7 +531,11 @@ Status Planner::PlanStage3Params() {
       std::optional<uint64_t> sum = io::CheckedAdd(total, n);
       if (!sum) return Corrupt("fp32 partitions too large", o.file);
       total = *sum;
-      parts.push_back(Part{o.rank, &o.fp32_groups[g], n});
+      if (g < o.offloaded_file.size() && o.offloaded_file[g] >= 0) {
+        parts.push_back(Part{static_cast<uint32_t>(o.offloaded_file[g]), &o.fp32_groups[g], n, SourceKind::kParamFile});
+      } else {
+        parts.push_back(Part{o.rank, &o.fp32_groups[g], n, std::nullopt});
+      }
     }
     if (total != per_rank) {
       return Corrupt("rank " + std::to_string(o.rank) + "'s fp32_flat_groups hold " + std::to_string(total) +
@@ -818,7 +823,7 @@ Status Planner::PlanFrozen() {
           ZF_TRY(CheckSource(frag, len, "fragment of frozen param " + f.name, m.file, f.name, Code::kCorrupt));
           total = io::CheckedAdd(total, len).value_or(UINT64_MAX);
           dtype = frag.dtype;
-          parts.push_back(Part{r, &frag, len});
+          parts.push_back(Part{r, &frag, len, std::nullopt});
         }
         if (total < n) {
           return Corrupt("frozen param " + f.name + " " + torch::ShapeText(f.shape) + " needs " + std::to_string(n) +
@@ -936,9 +941,9 @@ Result<MergePlan> Planner::Run() {
   if (options_.float_dtype && !IsFloating(*options_.float_dtype)) {
     return Status::InvalidArgument("the output dtype must be floating point");
   }
+  if (!ckpt_.model_states.empty()) ZF_TRY(CheckParallelism());
   ZF_TRY(CheckRanks());
   ZF_TRY(CheckModelStates());
-  ZF_TRY(CheckParallelism());
   ZF_TRY(IndexModule());
   if (ckpt_.universal) {
     ZF_TRY(PlanUniversalParams());

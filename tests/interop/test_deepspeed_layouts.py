@@ -11,6 +11,7 @@ through tests/torch_oracle.py:
 """
 
 import glob
+import shutil
 import json
 import os
 import subprocess
@@ -120,6 +121,66 @@ class Merge(unittest.TestCase):
             want = oracle.load(os.path.join(DEEPSPEED, "zero1_ws2_fp16", "ground_truth.pt"))
             for name, w in want.items():
                 self.assertTrue(torch.equal(got[name], w.to(torch.bfloat16) if w.is_floating_point() else w), name)
+
+
+# Layouts newer DeepSpeed writes, derived from the real cases by make_derived.py.
+DERIVED = ["derived_bf16_master_weights", "derived_zero0_ws2_bf16_v0185", "derived_zero1_ws2_fp16_legacy",
+           "derived_zero3_ws3_fp16_nvme"]
+
+
+class Derived(unittest.TestCase):
+    def test_merge_equals_expected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for case in DERIVED:
+                with self.subTest(case=case):
+                    out = os.path.join(tmp, case + ".bin")
+                    r = run("merge", "--quiet", os.path.join(DEEPSPEED, case, "ckpt"), out)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    got = oracle.load(out)
+                    want = oracle.load(os.path.join(DEEPSPEED, case, "expected.pt"))
+                    self.assertEqual(list(got), list(want))
+                    for name, w in want.items():
+                        self.assertEqual(got[name].dtype, w.dtype, name)
+                        self.assertTrue(torch.equal(got[name], w), name)
+                    self.assertEqual(got[TIE].data_ptr(), got[OWNER].data_ptr())
+
+    def test_bf16_masters_keep_their_values_as_bfloat16(self):
+        case = "derived_bf16_master_weights"
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m.bin")
+            r = run("merge", "--quiet", "--dtype", "bfloat16", os.path.join(DEEPSPEED, case, "ckpt"), out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            got = oracle.load(out)
+            for name, w in oracle.load(os.path.join(DEEPSPEED, case, "expected.pt")).items():
+                self.assertTrue(torch.equal(got[name], w.to(torch.bfloat16) if w.is_floating_point() else w), name)
+        r = run("inspect", "--json", os.path.join(DEEPSPEED, case, "ckpt"))
+        self.assertEqual(json.loads(r.stdout)["files"][0]["deepspeed"]["master_dtypes"], ["bfloat16"])
+
+    def test_refusals_name_the_record(self):
+        for case, words in (("derived_refuse_tp2", "tp_degree 2"), ("derived_refuse_pp2", "pp_degree 2"),
+                            ("derived_refuse_autoep", "ds_autoep_layers")):
+            with self.subTest(case=case), tempfile.TemporaryDirectory() as tmp:
+                r = run("merge", os.path.join(DEEPSPEED, case, "ckpt"), os.path.join(tmp, "m.bin"))
+                self.assertEqual(r.returncode, 1)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertIn("mp_rank_00_model_states.pt", r.stderr)
+                self.assertEqual(os.listdir(tmp), [])
+                i = run("inspect", "--json", os.path.join(DEEPSPEED, case, "ckpt"))
+                merge = json.loads(i.stdout)["files"][0]["deepspeed"]["merge"]
+                self.assertFalse(merge["mergeable"])
+                self.assertIn(words, merge["refusal"]["message"])
+
+    def test_nvme_partitions_without_their_folder_are_refused_naming_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            shutil.copytree(os.path.join(DEEPSPEED, "derived_zero3_ws3_fp16_nvme", "ckpt"), ckpt)
+            shutil.rmtree(os.path.join(ckpt, "global_step2", "offloaded_tensors", "rank01"))
+            r = run("merge", ckpt, os.path.join(tmp, "m.bin"))
+            self.assertEqual(r.returncode, 3, r.stderr)  # kNotFound, as for a missing rank file
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(os.path.join(ckpt, "global_step2", "offloaded_tensors", "rank01"), r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "m.bin")))
 
 
 class Inspect(unittest.TestCase):
