@@ -125,7 +125,7 @@ class Merge(unittest.TestCase):
 
 # Layouts newer DeepSpeed writes, derived from the real cases by make_derived.py.
 DERIVED = ["derived_bf16_master_weights", "derived_zero0_ws2_bf16_v0185", "derived_zero1_ws2_fp16_legacy",
-           "derived_zero3_ws3_fp16_nvme"]
+           "derived_zero3_ws3_fp16_nvme", "derived_universal_zero3_ws3_fp16"]
 
 
 class Derived(unittest.TestCase):

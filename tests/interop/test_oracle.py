@@ -49,9 +49,9 @@ EXPECTED = [
     # v0.18.5+ stage-0 bf16 keeps BF16_Optimizer's state (fragment_address) in the model file.
     ("deepspeed/derived_zero0_ws2_bf16_v0185/ckpt/global_step2/mp_rank_00_model_states.pt", "stubbed", "deepspeed"),
     (DS + "*model_states.pt", "stubbed", set()),  # builtins.set and floats, no foreign class
-    ("deepspeed/universal_*/ckpt/*_universal/*model_states.pt", "stubbed", set()),
+    ("deepspeed/*universal_*/ckpt/*_universal/*model_states.pt", "stubbed", set()),
     ("deepspeed/universal_*/ckpt/*_universal/zero/optimizer_state.pt", "stubbed", "deepspeed"),
-    ("deepspeed/universal_*/ckpt/*_universal/zero/*/*.pt", "weights_only", set()),
+    ("deepspeed/*universal_*/ckpt/*_universal/zero/*/*.pt", "weights_only", set()),
     ("deepspeed/*/ground_truth.pt", "weights_only", set()),
     ("deepspeed/derived_*/expected.pt", "weights_only", set()),
     ("deepspeed/*/reference_zero_to_fp32.bin", "weights_only", set()),
