@@ -102,17 +102,22 @@ Result<ZeroInspection> InspectZeroCheckpoint(Env* env, const std::string& ckpt_d
   }
   for (size_t r = 0; r < loaded.optim_files.size(); ++r) {
     std::unordered_set<std::string> masters;
-    for (const zero::TensorMeta& t : d.optim_states[r].fp32_groups) {
-      masters.insert(t.storage);
-      AddDtype(&out.master_dtypes, t.dtype);
+    const zero::OptimStates& o = d.optim_states[r];
+    for (size_t g = 0; g < o.fp32_groups.size(); ++g) {
+      AddDtype(&out.master_dtypes, o.fp32_groups[g].dtype);
+      // An NVMe-offloaded group's tensor describes its swap file (below).
+      if (g >= o.offloaded_file.size() || o.offloaded_file[g] < 0) masters.insert(o.fp32_groups[g].storage);
     }
     CountBytes(loaded.optim_files[r], masters, {}, &out);
     out.files.push_back(ZeroFileInfo{loaded.optim_files[r].path, "optim states", loaded.optim_files[r].source->size()});
   }
+  // Universal zero/<name>/fp32.pt files, or NVMe swap files of offloaded
+  // partitions: masters all.
   for (size_t i = 0; i < loaded.param_files.size(); ++i) {
     for (const auto& [key, loc] : loaded.param_files[i].storages) out.master_bytes += loc.nbytes;
-    AddDtype(&out.master_dtypes, d.universal_params[i].tensor.dtype);
-    out.files.push_back(ZeroFileInfo{loaded.param_files[i].path, "universal fp32", loaded.param_files[i].source->size()});
+    if (d.universal) AddDtype(&out.master_dtypes, d.universal_params[i].tensor.dtype);
+    out.files.push_back(ZeroFileInfo{loaded.param_files[i].path, d.universal ? "universal fp32" : "nvme partition",
+                                      loaded.param_files[i].source->size()});
   }
 
   Result<zero::MergePlan> plan = open.ok() ? zero::PlanMerge(d) : Result<zero::MergePlan>(open.status());

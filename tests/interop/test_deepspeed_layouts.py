@@ -183,6 +183,30 @@ class Derived(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(tmp, "m.bin")))
 
 
+    def test_universal_with_tensor_parallel_model_states_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            shutil.copytree(os.path.join(DEEPSPEED, "universal_zero1_ws2_fp16", "ckpt"), ckpt)
+            tag = os.path.join(ckpt, "global_step2_universal")
+            shutil.copy(os.path.join(tag, "mp_rank_00_model_states.pt"), os.path.join(tag, "mp_rank_01_model_states.pt"))
+            r = run("merge", ckpt, os.path.join(tmp, "m.bin"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn("tensor-parallel checkpoint (mp_rank_01_model_states.pt)", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "m.bin")))
+
+    def test_inspect_counts_nvme_swap_files_as_masters(self):
+        case = "derived_zero3_ws3_fp16_nvme"
+        r = run("inspect", "--json", os.path.join(DEEPSPEED, case, "ckpt"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = json.loads(r.stdout)["files"][0]["deepspeed"]
+        swaps = glob.glob(os.path.join(DEEPSPEED, case, "ckpt", "global_step2", "offloaded_tensors", "rank*", "*.swp"))
+        self.assertEqual(len(swaps), 6)
+        self.assertEqual(d["master_bytes"], sum(os.path.getsize(p) for p in swaps))
+        self.assertEqual(sorted(f["path"] for f in d["files"] if f["role"] == "nvme partition"), sorted(swaps))
+        self.assertTrue(d["merge"]["mergeable"])
+
+
 class Inspect(unittest.TestCase):
     def test_every_deepspeed_fixture_is_described(self):
         for case, (truth, stage, ws, optimizer, master_dtype, module_dtype) in CASES.items():
