@@ -12,7 +12,9 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
   merge::GatherPlan out;
   for (const ZeroFile& f : loaded.model_files) out.sources.push_back({f.path, f.source.get()});
   for (const ZeroFile& f : loaded.optim_files) out.sources.push_back({f.path, f.source.get()});
+  for (const ZeroFile& f : loaded.param_files) out.sources.push_back({f.path, f.source.get()});
   const uint32_t optim_base = static_cast<uint32_t>(loaded.model_files.size());
+  const uint32_t param_base = optim_base + static_cast<uint32_t>(loaded.optim_files.size());
   for (const zero::OutputTensor& t : plan.tensors) {
     merge::GatherTensor g;
     g.name = t.name;
@@ -39,7 +41,11 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
       merge::Piece p;
       p.offsets = {static_cast<int64_t>(element)};
       p.sizes = {static_cast<int64_t>(slice.count)};
-      p.file = slice.source == zero::SourceKind::kOptimStates ? optim_base + slice.file : slice.file;
+      switch (slice.source) {
+        case zero::SourceKind::kModelStates: p.file = slice.file; break;
+        case zero::SourceKind::kOptimStates: p.file = optim_base + slice.file; break;
+        case zero::SourceKind::kParamFile: p.file = param_base + slice.file; break;
+      }
       p.record = where.record;
       p.dtype = slice.dtype;
       p.data_offset = where.data_offset;
