@@ -35,7 +35,7 @@ constexpr size_t kFixedDistanceCodes = 32;
 constexpr unsigned kHlitBits = 5, kHdistBits = 5, kHclenBits = 4, kCodeLengthBits = 3;
 constexpr unsigned kMaxLiteralCodes = 286, kMaxDistanceCodes = 30;
 constexpr uint8_t kCodeLengthOrder[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
-constexpr int kRepeatPrevious = 16, kRepeatZero3 = 17, kRepeatZero11 = 18;
+constexpr int kRepeatPrevious = 16, kRepeatZero3 = 17;  // and 18: repeat a zero 11-138 times
 
 // Bits one length/distance pair can take: code, extra, code, extra.
 constexpr unsigned kMaxPairBits = 15 + 5 + 15 + 13;
@@ -298,7 +298,7 @@ Status Inflater::ReadDynamicTables() {
       } else if (sym == kRepeatZero3) {
         repeat = 3 + static_cast<unsigned>(Bits(3));
         Drop(3);
-      } else {
+      } else {  // 18, the last symbol of the code-length code
         repeat = 11 + static_cast<unsigned>(Bits(7));
         Drop(7);
       }
