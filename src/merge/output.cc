@@ -215,6 +215,12 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   }
 
   if (!target.single_file) ZF_TRY(env->CreateDirs(out));
+  if (part.kind == ops::PartSpec::Kind::kPart) {
+    std::vector<std::string> own;
+    for (size_t k = 0; k < report->files.size(); ++k)
+      if (mine(k)) own.push_back(report->files[k].path);
+    ZF_TRY(ops::RemoveLeftTemps(env, own).status());
+  }
   TensorAssembler assembler(plan.sources, options.buffer_bytes);
   uint64_t done = 0;
   uint64_t total = 0;
