@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
-# zerofold merge --part I/N and --part finish: parts run in any order, then
-# finish, give a folder byte-identical to one run (ZeRO, DCP; sharded into
-# many files by a small --max-shard-size); finish before every part has run
-# refuses naming the missing file; a part killed (SIGKILL) and rerun leaves
-# exactly the expected files; usage errors. Ends with "N passed, F failed".
-set -u
-Z=$(cd "$(dirname "${ZEROFOLD:-build/zerofold}")" && pwd)/$(basename "${ZEROFOLD:-build/zerofold}")
-FIX=$(cd "$(dirname "$0")/../../fixtures" && pwd)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# --part I/N and --part finish of merge, shrink and convert (folders): parts
+# run in any order, then finish, give a folder byte-identical to one run
+# (ZeRO, DCP, a sharded torch folder, a sharded safetensors folder; many files
+# from a small --max-shard-size); finish before every part has run exits 1
+# naming the missing file; a part killed (SIGKILL) and rerun leaves exactly
+# the expected files; usage errors.
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+FIX=$F
+TMP=$T
 cd "$TMP" || exit 1
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $1"; shift; printf '  %s\n' "$@"; }
+bad() { ok; fail "$*"; }  # counted as a check that failed
 check() { if eval "$2"; then ok; else bad "$1" "$2"; fi; }
 
 # same_folder NAME A B: the same file names (hidden ones too) and bytes.
@@ -67,6 +64,35 @@ PY"
   same_folder "$name: 1 part + finish = one run" one p1
 done
 
+# shrink and convert of folders: the shards divided the same way.
+rm -rf st
+"$Z" merge --quiet --to safetensors --max-shard-size 1KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" st
+for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st"; do
+  IFS='|' read -r cmd in <<<"$c"
+  rm -rf one p
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet "$in" one/ || bad "$cmd: single run"
+  for i in 1 2 0; do
+    # shellcheck disable=SC2086
+    $Z $cmd --quiet --part $i/3 "$in" p/ || bad "$cmd: part $i/3"
+  done
+  check "$cmd: no index before finish" "! ls p | grep -q index"
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part finish "$in" p/ || bad "$cmd: finish"
+  same_folder "$cmd: 3 parts + finish = one run" one p
+  rm -rf p
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part 0/3 "$in" p/ && $Z $cmd --quiet --part finish "$in" p/ 2>err.txt
+  rc=$?
+  check "$cmd: early finish exits 1 ($rc)" "[ $rc = 1 ] && grep -q 'is missing: the part that writes it has not finished' err.txt"
+done
+"$Z" shrink --part 0/2 --in-place "$FIX/hf/bloated" 2>err.txt
+rc=$?
+check "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
+"$Z" convert --part 0/2 --to safetensors "$TMP/st" u/ 2>err.txt
+rc=$?
+check "convert --part --to safetensors: exit 2 ($rc)" "[ $rc = 2 ] && [ ! -e u ]"
+
 # Finish before every part: exit 1 naming a file the missing part writes.
 CK=$FIX/deepspeed/zero3_ws4_fp32/ckpt
 rm -rf p one
@@ -117,5 +143,4 @@ check "--part with a file OUT: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'needs a fo
 "$Z" merge --part 1/4 --help >/dev/null
 check "--help names --part" "\"$Z\" merge --help | grep -q -- '--part I/N|finish'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+zf_finish
