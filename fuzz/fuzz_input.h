@@ -79,6 +79,9 @@ class InputFile {
   std::unique_ptr<RandomSource> Random() { return Must(env_.OpenRandom(kName)); }
   // The file as a pipe: forward reads only.
   std::unique_ptr<StreamSource> Stream() { return Must(env_.OpenStream(kName)); }
+  // The Env holding the file, and its path there.
+  io::MemEnv* env() { return &env_; }
+  std::string path() const { return kName; }
 
  private:
   static constexpr const char* kName = "input";

@@ -98,7 +98,14 @@ class Env {
   virtual Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) = 0;
   // "-" is standard input.
   virtual Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) = 0;
+  // The temp file is named for the writing process (src/io/temp_name.h).
+  // Before the first temp file in a folder, the folder is swept: temp files
+  // of zerofold writers that are gone (killed) are removed, those of live
+  // writers and every other file left alone (best effort: a failed sweep
+  // never fails the write).
   virtual Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) = 0;
+  // The paths the sweeps removed since the last call.
+  virtual std::vector<std::string> TakeRemovedTempFiles() { return {}; }
   // Standard output as a sink (never committed, never removed). It may hold
   // bytes back (POSIX: up to 8 MiB when standard output is a regular file);
   // Flush() writes them and must end every use.

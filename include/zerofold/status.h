@@ -27,7 +27,7 @@ namespace zerofold {
 enum class Code : int {
   kOk = 0,
   kCorrupt = 1,          // bytes contradict the format
-  kUnsupported = 2,      // valid but not handled (deflated entry, TorchScript)
+  kUnsupported = 2,      // valid but not handled (bzip2 entry, TorchScript)
   kUnsafe = 3,           // a pickle global that would run code
   kLimit = 4,            // a configured limit was hit; a flag raises it
   kInvalidArgument = 5,  // the caller asked for something meaningless

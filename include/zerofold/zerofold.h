@@ -57,7 +57,7 @@ extern "C" {
 typedef enum zf_code {
   ZF_OK = 0,                 /* success                                  exit 0 */
   ZF_E_CORRUPT = 1,          /* bytes contradict the format              exit 1 */
-  ZF_E_UNSUPPORTED = 2,      /* valid but not handled (deflated entry,
+  ZF_E_UNSUPPORTED = 2,      /* valid but not handled (bzip2 entry,
                                 TorchScript, big-endian data)            exit 1 */
   ZF_E_UNSAFE = 3,           /* a pickle global that would run code;
                                 zf_shrink_options_set_keep_unsafe        exit 1 */
@@ -190,6 +190,8 @@ typedef struct zf_shrink_report {
   uint64_t tensors;          /* tensors written, each name counted */
   uint64_t verified_tensors; /* verify: tensors found equal; else 0 */
   uint64_t verified_bytes;   /* verify: their logical bytes; else 0 */
+  uint64_t unchanged_files;  /* files already compact: the input's bytes written unchanged
+                                (in place: left untouched); shrink never grows a file */
 } zf_shrink_report;
 
 /* Shrinks `in` into `out` as `zerofold shrink [FLAGS] IN OUT` does: every

@@ -20,6 +20,7 @@ void Add(const ops::ShrinkReport& r, zf_shrink_report* report) {
   report->tensors += r.tensors;
   report->verified_tensors += r.verified_tensors;
   report->verified_bytes += r.verified_bytes;
+  report->unchanged_files += r.copied_unchanged ? 1 : 0;
 }
 
 void Add(const ops::ConvertReport& r, zf_shrink_report* report) {

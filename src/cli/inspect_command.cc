@@ -15,6 +15,7 @@
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
+#include "ops/zero_inspect.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -28,8 +29,10 @@ constexpr const char* kInspectHelp =
     "pickles (or safetensors headers), never the tensor bytes: one line per\n"
     "tensor (name, dtype, shape, stride, storage, offset, bytes), then per file\n"
     "the bytes stored in storages, the bytes their views reference, the bloat\n"
-    "ratio, tied tensors and unsafe globals (globals that would run code if\n"
-    "torch.load unpickled the file; zerofold never runs them).\n"
+    "ratio, tied tensors, unsafe globals (globals that would run code if\n"
+    "torch.load unpickled the file; zerofold never runs them), and how many\n"
+    "zip records are deflated (compressed; zerofold inflates them as it reads\n"
+    "and writes its outputs stored, as torch does).\n"
     "\n"
     "PATH is a torch file (zip or legacy format), a safetensors file, a\n"
     "Hugging Face model folder (pytorch_model.bin.index.json,\n"
@@ -39,6 +42,11 @@ constexpr const char* kInspectHelp =
     "pytorch_model_fsdp_0/): every key with dtype, global shape, chunk count\n"
     "and files, the non-tensor keys, and tensor bytes per group (model\n"
     "weights, optimizer, lr_scheduler, dataloader, train_state).\n"
+    "Or a DeepSpeed checkpoint folder (`latest` or `latest_universal` and tag\n"
+    "folders, or a tag folder): described as a whole (stage, world size,\n"
+    "optimizer, dtypes, counts, bytes of fp32 masters, optimizer state and\n"
+    "module copy, files) with what `zerofold merge` would write or why it\n"
+    "would refuse.\n"
     "\n"
     "flags:\n";
 
@@ -90,6 +98,9 @@ void PrintHuman(const model::Listing& l) {
     for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + Shown(l.unsafe_globals[i]);
     std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
   }
+  if (l.deflated_records > 0)
+    std::printf("  deflated: %llu of %llu zip records are compressed (inflated when read; outputs are written stored)\n",
+                static_cast<unsigned long long>(l.deflated_records), static_cast<unsigned long long>(l.zip_records));
 }
 
 void PrintDcp(const dcp::Listing& l) {
@@ -118,6 +129,89 @@ void PrintDcp(const dcp::Listing& l) {
     totals.append(g.group).append(" ").append(std::to_string(g.tensors)).append(" tensors ").append(HumanBytes(g.nbytes));
   }
   std::printf("  %zu tensor keys, %zu non-tensor keys: %s\n", l.tensors.size(), l.non_tensor.size(), totals.c_str());
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out.empty() ? "-" : out;
+}
+
+void PrintZero(const ops::ZeroInspection& z) {
+  std::printf("%s (DeepSpeed %s checkpoint, tag %s)\n", Shown(z.checkpoint).c_str(), z.layout.c_str(),
+              Shown(z.tag).c_str());
+  std::printf("  deepspeed version  %s\n", z.ds_version.empty() ? "not recorded" : Shown(z.ds_version).c_str());
+  std::printf("  zero stage         %d\n", z.stage);
+  std::printf("  world size         %u\n", z.world_size);
+  std::printf("  optimizer          %s\n", Shown(z.optimizer).c_str());
+  std::printf("  master dtype       %s\n", Joined(z.master_dtypes).c_str());
+  std::printf("  module dtype       %s\n", Joined(z.module_dtypes).c_str());
+  std::printf("  params %zu, frozen params %zu, buffers %zu, ties %zu\n", z.params, z.frozen_params, z.buffers, z.ties);
+  std::printf("  fp32 masters %s, optimizer state %s, module copy %s\n", HumanBytes(z.master_bytes).c_str(),
+              HumanBytes(z.optimizer_state_bytes).c_str(), HumanBytes(z.module_bytes).c_str());
+  for (const ops::ZeroFileInfo& f : z.files) {
+    std::printf("  %12llu  %-14s %s\n", static_cast<unsigned long long>(f.bytes), f.role.c_str(), Shown(f.path).c_str());
+  }
+  if (!z.linked_by_value.empty()) {
+    std::printf("  merge: links %zu fp32 masters to params by shape and saved value (the first: %s); --json lists them\n",
+                z.linked_by_value.size(), Shown(z.linked_by_value.front()).c_str());
+  } else if (z.mergeable) {
+    std::printf("  merge: writes %zu tensors, %s as float32 (torch file, ties shared)\n", z.merge_tensors,
+                HumanBytes(z.merge_bytes).c_str());
+  } else {
+    std::printf("  merge: refuses: %s\n", Shown(z.refusal.ToString()).c_str());
+  }
+}
+
+void WriteZeroJson(json::Writer& w, const ops::ZeroInspection& z) {
+  auto strings = [&w](const std::vector<std::string>& v) {
+    w.BeginArray();
+    for (const std::string& s : v) w.String(s);
+    w.EndArray();
+  };
+  w.BeginObject();
+  w.Key("path"); w.String(z.checkpoint);
+  w.Key("format"); w.String("deepspeed");
+  w.Key("deepspeed");
+  w.BeginObject();
+  w.Key("layout"); w.String(z.layout);
+  w.Key("tag_folder"); w.String(z.tag_folder);
+  w.Key("tag"); w.String(z.tag);
+  w.Key("ds_version"); w.String(z.ds_version);
+  w.Key("zero_stage"); w.Int(z.stage);
+  w.Key("world_size"); w.Uint(z.world_size);
+  w.Key("optimizer"); w.String(z.optimizer);
+  w.Key("master_dtypes"); strings(z.master_dtypes);
+  w.Key("module_dtypes"); strings(z.module_dtypes);
+  w.Key("params"); w.Uint(z.params);
+  w.Key("frozen_params"); w.Uint(z.frozen_params);
+  w.Key("buffers"); w.Uint(z.buffers);
+  w.Key("ties"); w.Uint(z.ties);
+  w.Key("master_bytes"); w.Uint(z.master_bytes);
+  w.Key("optimizer_state_bytes"); w.Uint(z.optimizer_state_bytes);
+  w.Key("module_bytes"); w.Uint(z.module_bytes);
+  w.Key("files");
+  w.BeginArray();
+  for (const ops::ZeroFileInfo& f : z.files) {
+    w.BeginObject();
+    w.Key("path"); w.String(f.path);
+    w.Key("role"); w.String(f.role);
+    w.Key("bytes"); w.Uint(f.bytes);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("merge");
+  w.BeginObject();
+  w.Key("mergeable"); w.Bool(z.mergeable);
+  w.Key("tensors"); w.Uint(z.merge_tensors);
+  w.Key("bytes"); w.Uint(z.merge_bytes);
+  w.Key("linked_by_value"); strings(z.linked_by_value);
+  w.Key("refusal");
+  if (z.refusal.ok()) w.Null();
+  else model::WriteJsonError(w, z.refusal);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
 }
 
 }  // namespace
@@ -160,6 +254,24 @@ int RunInspect(const std::vector<std::string>& argv) {
         if (!first) std::printf("\n");
         first = false;
         PrintDcp(l);
+      }
+      continue;
+    }
+    if (ops::IsDeepSpeedFolder(env, path)) {
+      Result<ops::ZeroInspection> z = ops::InspectZeroCheckpoint(env, path, options.torch);
+      if (!z.ok()) {
+        PrintError(z.status());
+        worst = std::max(worst, ExitCodeFor(z.status()));
+        json_files.AddError(path, z.status());
+        continue;
+      }
+      for (const auto& [file, message] : z->warnings) PrintWarning(file, message);
+      if (as_json) {
+        json_files.AddWith([&z](json::Writer& w) { WriteZeroJson(w, *z); });
+      } else {
+        if (!first) std::printf("\n");
+        first = false;
+        PrintZero(*z);
       }
       continue;
     }

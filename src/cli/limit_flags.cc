@@ -11,7 +11,7 @@ const std::vector<FlagSpec>& LimitFlags() {
       {"max-pickle-stack", true, "pickle stack values (default 2^26)", "N"},
       {"max-pickle-nodes", true, "pickle values in total (default 2^28)", "N"},
       {"max-pickle-bytes", true, "data.pkl bytes held in memory (default 4GiB)", "SIZE"},
-      {"max-graph-visits", true, "graph nodes visited naming tensors (default 2^26)", "N"},
+      {"max-graph-visits", true, "graph nodes visited and path steps kept naming tensors (default 2^22)", "N"},
       {"max-path-depth", true, "steps in one tensor's path (default 10000)", "N"},
   };
   return *flags;

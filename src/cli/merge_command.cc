@@ -35,7 +35,8 @@ constexpr const char* kMergeHelp =
     "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
     "named relative to it.\n"
     "\n"
-    "Or rebuilds the full model from a DeepSpeed ZeRO stage 1, 2 or 3 checkpoint,\n"
+    "Or rebuilds the full model from a DeepSpeed ZeRO stage 0, 1, 2 or 3 or a\n"
+    "universal checkpoint (ds_to_universal.py),\n"
     "as DeepSpeed's zero_to_fp32.py does, without Python or DeepSpeed: trainable\n"
     "params as their fp32 master weights, frozen params and buffers from the\n"
     "module (16-bit values upcast to float32 exactly, integer buffers kept as\n"
@@ -43,12 +44,17 @@ constexpr const char* kMergeHelp =
     "partitions are read (never the Adam moments), each tensor streamed through\n"
     "a bounded buffer: memory stays small whatever the model's size.\n"
     "\n"
-    "A DeepSpeed CKPT_DIR holds `latest` (naming the tag) and global_stepN/\n"
-    "folders, or is a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
+    "ZeRO-0 fp16 masters, which DeepSpeed saves unnamed, are linked to their\n"
+    "params by layout, shape and saved value; several fits are refused.\n"
+    "\n"
+    "A DeepSpeed CKPT_DIR holds `latest` or `latest_universal` (naming the tag) and\n"
+    "global_stepN/ folders, or is\n"
+    "a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
     "shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
     "--to safetensors model.safetensors or its shards and index), or a file\n"
     "name ending in .bin, .pt or .safetensors, written as that one file.\n"
-    "Output files appear only when all of them are complete.\n"
+    "Output files appear only when all of them are complete. Temp files that\n"
+    "killed runs left in the output folder are removed, with a note on stderr.\n"
     "\n"
     "Past one machine, --part I/N (I = 0..N-1) writes only the files of part I\n"
     "of a folder OUT (whole files, balanced by bytes; every part plans the same)\n"
@@ -93,9 +99,10 @@ std::string Base(const std::string& path) {
 }
 
 std::string SourceText(const ops::MergeReport& r, const zero::SourceSlice& s) {
-  // The plan indexes model files first in input_files, then optim files.
-  size_t model_files = r.input_files.size() - r.plan.world_size;
-  size_t index = s.source == zero::SourceKind::kOptimStates ? model_files + s.file : s.file;
+  // input_files: model files, then optim files, then universal param files.
+  size_t index = s.source == zero::SourceKind::kOptimStates  ? r.model_files + s.file
+                 : s.source == zero::SourceKind::kParamFile ? r.model_files + r.optim_files + s.file
+                                                             : s.file;
   std::string file = index < r.input_files.size() ? Base(r.input_files[index]) : "?";
   std::string text = file + ":data/" + s.storage + "[" + std::to_string(s.offset) + ":" + std::to_string(s.offset + s.count) + "]";
   if (s.dtype != torch::DType::kFloat32) text.append(" ").append(torch::Info(s.dtype).name);
@@ -191,7 +198,8 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
-void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const ops::PartSpec& part) {
+void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const ops::PartSpec& part,
+               const std::vector<std::string>& removed_temps) {
   const bool dcp = r.kind == ops::CheckpointKind::kDcp;
   w.BeginObject();
   w.Key("checkpoint");
@@ -336,6 +344,10 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
     }
   }
   w.EndArray();
+  w.Key("removed_temp_files");
+  w.BeginArray();
+  for (const std::string& p : removed_temps) w.String(p);
+  w.EndArray();
   w.EndObject();
 }
 
@@ -408,6 +420,7 @@ int RunMerge(const std::vector<std::string>& argv) {
 
   Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
   if (!r.ok()) {
     return CommandFailed(r.status(), as_json);
   }
@@ -415,7 +428,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
-    WriteJson(w, *r, options.dry_run, options.part);
+    WriteJson(w, *r, options.dry_run, options.part, removed_temps);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {
       PrintError(text.status());

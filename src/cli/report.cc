@@ -38,6 +38,14 @@ void PrintWarning(const std::string& path, const std::string& message) {
                path.empty() ? "" : ": ", EscapeForDisplay(message, Backslash::kKeep).c_str());
 }
 
+std::vector<std::string> NoteRemovedTempFiles(Env* env) {
+  std::vector<std::string> removed = env->TakeRemovedTempFiles();
+  for (const std::string& path : removed)
+    std::fprintf(stderr, "zerofold: note: removed %s, a temp file left by a zerofold run that is gone\n",
+                 EscapeForDisplay(path, Backslash::kEscape).c_str());
+  return removed;
+}
+
 void PrintHint(const std::string& hint) { std::fprintf(stderr, "zerofold: hint: %s\n", hint.c_str()); }
 
 int UsageError(const std::string& command, const std::string& message) {

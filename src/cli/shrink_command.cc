@@ -34,14 +34,19 @@ constexpr const char* kShrinkHelp =
     "into one big flat buffer (DeepSpeed ZeRO-1/2, FSDP) and a model is saved in\n"
     "shards, every shard carries the whole buffer; shrink keeps only the bytes\n"
     "each file's tensors reference. Tensors whose bytes overlap (tied weights,\n"
-    "views of views) keep sharing one storage; a file without unreferenced\n"
-    "bytes keeps its size. Tensor bytes are streamed, never held in memory.\n"
+    "views of views) keep sharing one storage. A storage is split only where\n"
+    "that makes the file smaller (each new record costs headers and padding),\n"
+    "else kept whole; an input the rewrite would not make smaller is copied\n"
+    "unchanged (--in-place: left untouched), so the output is never larger\n"
+    "than the input. --to, --dtype and --select convert: every storage is\n"
+    "written exactly sized. Tensor bytes are streamed, never held in memory.\n"
     "\n"
     "IN is a torch file (zip or legacy format) and OUT a file, or IN is a\n"
     "Hugging Face folder with pytorch_model.bin.index.json and OUT a folder:\n"
     "every shard is shrunk, the index keeps its weight_map, other files (config,\n"
     "tokenizer) are copied. Inputs are never modified without --in-place, which\n"
-    "replaces each file atomically, one at a time.\n"
+    "replaces each file atomically, one at a time. Temp files that killed runs\n"
+    "left in an output folder are removed, with a note on stderr.\n"
     "\n"
     "IN or OUT may be - (standard input or output) or a name ending in .zst\n"
     "(zstd, decompressed or compressed on the fly; standard input is\n"
@@ -148,9 +153,13 @@ void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
                EscapeForDisplay(r.input, Backslash::kEscape).c_str(), EscapeForDisplay(r.output, Backslash::kEscape).c_str(),
                HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
                r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
+  if (r.copied_unchanged)
+    std::fprintf(out, "  already compact: %s\n", r.input == r.output ? "left untouched" : "copied unchanged");
   if (dry_run)
     for (const std::string& c : r.changed_storages)
       std::fprintf(out, "  storage %s\n", EscapeForDisplay(c, Backslash::kEscape).c_str());
+  for (const std::string& k : r.kept_whole)
+    std::fprintf(out, "  storage %s\n", EscapeForDisplay(k, Backslash::kEscape).c_str());
   for (const std::string& g : r.unsafe_globals)
     PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
 }
@@ -179,6 +188,12 @@ void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
   w.BeginArray();
   for (const std::string& c : r.changed_storages) w.String(c);
   w.EndArray();
+  w.Key("kept_whole");
+  w.BeginArray();
+  for (const std::string& k : r.kept_whole) w.String(k);
+  w.EndArray();
+  w.Key("copied_unchanged");
+  w.Bool(r.copied_unchanged);
   w.Key("unsafe_globals");
   w.BeginArray();
   for (const std::string& g : r.unsafe_globals) w.String(g);
@@ -286,6 +301,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   }
   Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request);
   progress.Clear();
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
     PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json, to_stdout);
@@ -301,6 +317,10 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     w.Key("files");
     w.BeginArray();
     for (const ops::ShrinkReport& r : reports) WriteReportJson(w, r);
+    w.EndArray();
+    w.Key("removed_temp_files");
+    w.BeginArray();
+    for (const std::string& p : removed_temps) w.String(p);
     w.EndArray();
     w.EndObject();
     Result<std::string> text = w.Finish();

@@ -1,4 +1,5 @@
 #include "dcp/plan.h"
+#include "torch/storage_source.h"
 
 #include <algorithm>
 #include <string_view>
@@ -75,6 +76,12 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
     p->storage_nbytes = storage.nbytes;
     p->view_offset = t->storage_offset;
     p->strides = t->stride;
+    if (storage.method != 0) {  // a deflated record of the chunk's archive
+      p->transform = merge::Transform::kDeflate;
+      p->deflated = torch::RecordEntry(storage);
+      p->deflated.data_offset += s.offset_in_file;
+      p->data_offset = 0;
+    }
     return Status::OK();
   }
   if (s.transforms.size() != 1 || s.transforms[0] != kZstdTransform) {
@@ -93,6 +100,9 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
     if (*next == t->storage) break;
   }
   const torch::Storage& storage = reader.checkpoint().storages[t->storage];
+  if (storage.method != 0)
+    return Status::Unsupported("the chunk's archive deflates its storage record inside a zstd frame")
+        .WithRecord(storage.record);
   p->record = storage.record;
   p->data_offset = storage.data_offset;
   p->storage_nbytes = storage.nbytes;

@@ -59,6 +59,7 @@ class FaultEnv final : public Env {
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override;
   Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) override;
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override;
+  std::vector<std::string> TakeRemovedTempFiles() override { return base_->TakeRemovedTempFiles(); }
   Result<std::unique_ptr<Sink>> StdoutSink() override { return base_->StdoutSink(); }
   bool FileExists(const std::string& path) override { return base_->FileExists(path); }
   bool IsDirectory(const std::string& path) override { return base_->IsDirectory(path); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -285,14 +286,42 @@ Result<std::unique_ptr<StreamSource>> MemEnv::OpenStream(const std::string& path
   return std::unique_ptr<StreamSource>(new Stream(this, path, std::move(snapshot)));
 }
 
+void MemEnv::SetProcess(uint64_t pid, uint64_t start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  processes_[pid] = start;
+}
+
+std::vector<std::string> MemEnv::TakeRemovedTempFiles() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(removed_, {});
+}
+
 Result<std::unique_ptr<AtomicFileSink>> MemEnv::NewAtomicFile(const std::string& path) {
   std::string norm = Normalize(path);
   std::string dir = Parent(norm);
   std::lock_guard<std::mutex> lock(mu_);
   if (!DirExistsLocked(dir)) return Status::NotFound("create temp file: No such file or directory").WithPath(path);
+  const std::string prefix = dir == "." ? "" : dir == "/" ? "/" : dir + "/";
+  if (swept_.insert(dir).second) {
+    auto probe = [&](uint64_t pid) {
+      auto it = processes_.find(pid);
+      return it == processes_.end() ? ProcessState{ProcessState::kAbsent, 0}
+                                    : ProcessState{ProcessState::kRunning, it->second};
+    };
+    for (auto it = files_.begin(); it != files_.end();) {
+      const std::string& name = it->first;
+      std::optional<WriterId> w;
+      if (Parent(name) == dir) w = ParseTempFileName(name.substr(prefix.size()));
+      if (w && WriterGone(*w, kMemWriter, probe)) {
+        removed_.push_back(name);
+        it = files_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   std::string base = norm.substr(norm.rfind('/') == std::string::npos ? 0 : norm.rfind('/') + 1);
-  std::string temp = (dir == "." ? "" : dir == "/" ? "/" : dir + "/") + "." + base + ".zf-tmp-" +
-                     std::to_string(next_temp_++);
+  std::string temp = prefix + TempFileName(base, kMemWriter, next_temp_++);
   auto bytes = std::make_shared<std::vector<std::byte>>();
   PutLocked(temp, bytes);
   return std::unique_ptr<AtomicFileSink>(new AtomicSink(this, path, temp, std::move(bytes)));

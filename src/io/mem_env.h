@@ -3,9 +3,12 @@
 // Behaves as src/io/posix_env.cc does where callers can tell:
 //   - an open RandomSource keeps reading the bytes the file had when it was
 //     opened, also after the path is replaced or removed (as an open fd does);
-//   - NewAtomicFile creates a visible temp file ".NAME.zf-tmp-N" in the
-//     target's folder (kNotFound if the folder is missing); Commit() renames
-//     it over the target; a sink destroyed uncommitted removes its temp;
+//   - NewAtomicFile creates a visible temp file named as io/temp_name.h says,
+//     for writer kMemWriter with random part N (1, 2, ...), in the target's
+//     folder (kNotFound if the folder is missing); Commit() renames it over
+//     the target; a sink destroyed uncommitted removes its temp; the first
+//     one in a folder sweeps it of temp files whose writers are gone, as
+//     SetProcess() describes the process table;
 //   - errors use the same codes and carry the path (kNotFound for missing
 //     files, kInvalidArgument for opening a folder as a file).
 // Paths are strings: "a//b/" and "./a/b" are normalized to "a/b"; there is
@@ -34,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/temp_name.h"
 #include "zerofold/env.h"
 
 namespace zerofold::io {
@@ -67,6 +71,12 @@ class MemEnv final : public Env {
   // What OpenStream("-") reads and what StdoutSink() wrote.
   void SetStdin(std::vector<std::byte> bytes);
   std::vector<std::byte> StdoutBytes() const;
+  // The writer temp files are named for: machine 0, boot 0, pid 1, start 1.
+  static constexpr WriterId kMemWriter = {0, 0, 1, 1};
+  // Process `pid` runs, started at `start` (kMemWriter's is running); pids
+  // not set are absent.
+  void SetProcess(uint64_t pid, uint64_t start);
+
   // Contract breaches seen so far, one line each.
   std::vector<std::string> violations() const;
 
@@ -74,6 +84,7 @@ class MemEnv final : public Env {
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override;
   Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) override;
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override;
+  std::vector<std::string> TakeRemovedTempFiles() override;
   Result<std::unique_ptr<Sink>> StdoutSink() override;
   bool FileExists(const std::string& path) override;
   bool IsDirectory(const std::string& path) override;
@@ -116,6 +127,9 @@ class MemEnv final : public Env {
   std::map<std::string, uint64_t> dir_ids_;  // given out by GetFileId; folders are never removed
   uint64_t next_id_ = 1;
   uint64_t next_temp_ = 1;
+  std::map<uint64_t, uint64_t> processes_ = {{kMemWriter.pid, kMemWriter.start}};
+  std::set<std::string> swept_;
+  std::vector<std::string> removed_;
   std::vector<std::byte> stdin_;
   std::vector<std::byte> stdout_;
   std::vector<std::string> violations_;

@@ -7,11 +7,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 #include <cstring>
 #include <random>
 #include <string>
 
 #include "io/direct_writer.h"
+#include "io/temp_name.h"
 #include "zerofold/env.h"
 
 namespace zerofold {
@@ -218,6 +226,58 @@ class StdoutFileSink final : public Sink {
   io::DirectWriter writer_;
 };
 
+// The first 8 hex digits of a file holding a 128-bit id (machine-id,
+// boot_id); 0 when it cannot be read.
+uint32_t IdPrefix(const char* path) {
+  char buf[16] = {};
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = ::read(fd, buf, 8);
+  ::close(fd);
+  if (n != 8) return 0;
+  return static_cast<uint32_t>(std::strtoul(buf, nullptr, 16));
+}
+
+// Field 22 of /proc/<pid>/stat (starttime), counted after the ')' that
+// ends the command name, which may hold spaces and parentheses.
+io::ProcessState ProbeProcess(uint64_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {errno == ENOENT ? io::ProcessState::kAbsent : io::ProcessState::kUnknown, 0};
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return {io::ProcessState::kUnknown, 0};
+  std::string_view text(buf, static_cast<size_t>(n));
+  size_t at = text.rfind(')');
+  if (at == std::string_view::npos) return {io::ProcessState::kUnknown, 0};
+  // Fields 3.. follow ") "; starttime is the 20th of them.
+  int field = 2;
+  size_t i = at + 1;
+  while (i < text.size() && field < 22) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    ++field;
+    if (field == 22) break;
+    while (i < text.size() && text[i] != ' ') ++i;
+  }
+  if (field != 22 || i >= text.size()) return {io::ProcessState::kUnknown, 0};
+  return {io::ProcessState::kRunning, std::strtoull(text.data() + i, nullptr, 10)};
+}
+
+// This process, as its temp file names carry it.
+const io::WriterId& Self() {
+  static const io::WriterId self = [] {
+    io::WriterId w;
+    w.machine = IdPrefix("/etc/machine-id");
+    w.boot = IdPrefix("/proc/sys/kernel/random/boot_id");
+    w.pid = static_cast<uint64_t>(::getpid());
+    io::ProcessState p = ProbeProcess(w.pid);
+    w.start = p.start;
+    return w;
+  }();
+  return self;
+}
+
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override {
@@ -239,17 +299,22 @@ class PosixEnv final : public Env {
 
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override {
     static thread_local std::mt19937_64 rng(std::random_device{}());
+    std::string dir = DirName(path);
+    const bool bare = dir == "." && path.find('/') == std::string::npos;
+    SweepOnce(dir);
+    std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     for (int attempt = 0; attempt < 16; ++attempt) {
-      char suffix[32];
-      std::snprintf(suffix, sizeof suffix, ".zf-tmp-%012llx", static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
-      std::string dir = DirName(path);
-      std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-      std::string temp = (dir == "." && path.find('/') == std::string::npos ? "" : dir + "/") + "." + base + suffix;
+      std::string temp = (bare ? "" : dir + "/") + io::TempFileName(base, Self(), rng());
       int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd));
       if (errno != EEXIST) return PosixError(path, "create temp file", errno);
     }
     return Status::IOError("could not create a unique temp file").WithPath(path);
+  }
+
+  std::vector<std::string> TakeRemovedTempFiles() override {
+    std::lock_guard<std::mutex> lock(sweep_mu_);
+    return std::exchange(removed_, {});
   }
 
   Result<std::unique_ptr<Sink>> StdoutSink() override {
@@ -308,6 +373,33 @@ class PosixEnv final : public Env {
     if (::stat(path.c_str(), &st) != 0) return PosixError(path, "stat", errno);
     return FileId{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   }
+
+ private:
+  // Removes the temp files in `dir` whose writers are gone, once per folder.
+  void SweepOnce(const std::string& dir) {
+    {
+      std::lock_guard<std::mutex> lock(sweep_mu_);
+      if (!swept_.insert(dir).second) return;
+    }
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return;
+    std::vector<std::string> gone;
+    while (const dirent* e = ::readdir(d)) {
+      std::optional<io::WriterId> writer = io::ParseTempFileName(e->d_name);
+      if (!writer || !io::WriterGone(*writer, Self(), ProbeProcess)) continue;
+      std::string path = dir + "/" + e->d_name;
+      struct stat st;
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (::unlink(path.c_str()) == 0) gone.push_back(path);
+    }
+    ::closedir(d);
+    std::lock_guard<std::mutex> lock(sweep_mu_);
+    removed_.insert(removed_.end(), gone.begin(), gone.end());
+  }
+
+  std::mutex sweep_mu_;
+  std::set<std::string> swept_;        // folders swept
+  std::vector<std::string> removed_;   // paths removed, not yet taken
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "merge/assemble.h"
+#include "merge/piece_reader.h"
 #include "merge/verify.h"
 #include "merge/write.h"
 #include "model/hf_folder.h"
@@ -194,6 +195,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
           .WithPath(earlier.front());
   }
   if (options.dry_run) return Status::OK();
+  ZF_TRY(CheckDeflatedRecords(plan));
 
   if (part.kind == ops::PartSpec::Kind::kFinish) {
     // Every file written by its part: the index and the removal of an
@@ -215,12 +217,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   }
 
   if (!target.single_file) ZF_TRY(env->CreateDirs(out));
-  if (part.kind == ops::PartSpec::Kind::kPart) {
-    std::vector<std::string> own;
-    for (size_t k = 0; k < report->files.size(); ++k)
-      if (mine(k)) own.push_back(report->files[k].path);
-    ZF_TRY(ops::RemoveLeftTemps(env, own).status());
-  }
   TensorAssembler assembler(plan.sources, options.buffer_bytes);
   uint64_t done = 0;
   uint64_t total = 0;

@@ -1,11 +1,14 @@
 #include "merge/piece_reader.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 #include <cstring>
 #include <string>
 
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
+#include "zip/entry_source.h"
 #include "torch/checkpoint.h"
 
 namespace zerofold::merge {
@@ -111,6 +114,10 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
 Status PieceReader::ReadStorage(uint64_t pos, std::span<std::byte> dst) {
   bytes_read_ += dst.size();
   if (piece_.transform == Transform::kNone) return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
+  if (piece_.transform == Transform::kDeflate) {
+    if (inflated_ == nullptr) inflated_ = zip::OpenEntry(*file_.source, piece_.deflated);
+    return ReadExactAt(*inflated_, piece_.data_offset + pos, dst);
+  }
   // A decompressed stream goes forward only: going back starts it again.
   if (stream_ == nullptr || pos < stream_pos_) {
     stream_.reset();
@@ -161,6 +168,20 @@ Status PieceReader::Read(std::span<std::byte> dst) {
     if (!s.ok()) return Fail(s);
     done += take;
     run_left_ -= take / itemsize_;
+  }
+  return Status::OK();
+}
+
+Status CheckDeflatedRecords(const GatherPlan& plan) {
+  std::set<std::pair<uint32_t, uint64_t>> checked;  // (file, record data offset)
+  for (const GatherTensor& t : plan.tensors) {
+    for (const Piece& p : t.pieces) {
+      if (p.transform != Transform::kDeflate || !checked.insert({p.file, p.deflated.data_offset}).second) continue;
+      const SourceFile& file = plan.sources[p.file];
+      std::unique_ptr<zip::EntrySource> record = zip::OpenEntry(*file.source, p.deflated);
+      Status s = record->Finish();
+      if (!s.ok()) return s.WithRecord(p.record).WithPath(file.path);
+    }
   }
   return Status::OK();
 }

@@ -12,7 +12,8 @@
 // stream, skipping forward to each read; a read behind the stream's
 // position (a strided view larger than the window) decompresses the frame
 // again from its start: correct in bounded memory, slow for large
-// transposed chunks (torch's writers save contiguous ones).
+// transposed chunks (torch's writers save contiguous ones). A deflated
+// record is inflated forward in the same way (zip/entry_source.h).
 //
 // Memory: the window (plus zstd's context for a zstd piece). Not
 // thread-safe. The piece and the source outlive the reader.
@@ -83,9 +84,17 @@ class PieceReader {
   uint64_t window_begin_ = 0, window_end_ = 0;  // storage bytes window_ holds
   // zstd: the decompressing stream, at storage byte stream_pos_.
   std::unique_ptr<StreamSource> stream_;
+  // deflate: the inflating record (zip/entry_source.h), read forward.
+  std::unique_ptr<RandomSource> inflated_;
   uint64_t stream_pos_ = 0;
   uint64_t bytes_read_ = 0;
 };
+
+// Inflates every deflated record the plan's pieces read (Transform::kDeflate)
+// once to its end, checking its sizes and CRC-32, before any output is
+// written: pieces read only their views' bytes, so they cannot. kCorrupt
+// naming the file and record.
+Status CheckDeflatedRecords(const GatherPlan& plan);
 
 }  // namespace zerofold::merge
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "torch/dtype.h"
+#include "zip/archive.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
 
@@ -37,6 +38,7 @@ enum class Transform : uint8_t {
   kNone,  // as they are, at data_offset
   kZstd,  // inside one zstd frame at [frame_offset, frame_offset + frame_length)
           // whose decompressed bytes are a torch.save archive (DCP `stream.zstd/1`)
+  kDeflate,  // a deflated zip record (`deflated`), its inflated bytes the storage's
 };
 
 struct Piece {
@@ -47,8 +49,8 @@ struct Piece {
   uint32_t file = 0;           // index into the plan's sources
   std::string record;          // the storage, for messages ("archive/data/0")
   torch::DType dtype = torch::DType::kFloat32;  // the storage's element type
-  // Byte 0 of the storage: absolute in the file (kNone), or in the
-  // decompressed archive (kZstd). storage_nbytes bytes follow it.
+  // Byte 0 of the storage: absolute in the file (kNone), in the
+  // decompressed archive (kZstd), or in the inflated record (kDeflate). storage_nbytes bytes follow it.
   uint64_t data_offset = 0;
   uint64_t storage_nbytes = 0;
   // The view: element `view_offset` of the storage is the box's first
@@ -58,6 +60,7 @@ struct Piece {
   Transform transform = Transform::kNone;
   uint64_t frame_offset = 0;   // kZstd only
   uint64_t frame_length = 0;
+  zip::Entry deflated;         // kDeflate only; data_offset is then 0
 };
 
 struct GatherTensor {

@@ -23,6 +23,8 @@ Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path) {
   out.path = path;
   out.format = ckpt.format == torch::Format::kTorchZip ? FileFormat::kTorchZip : FileFormat::kTorchLegacy;
   out.unsafe_globals = ckpt.unsafe_globals;
+  out.zip_records = ckpt.zip_records;
+  out.deflated_records = ckpt.deflated_records;
 
   struct Extent {
     torch::ByteRange range;

@@ -50,6 +50,9 @@ struct Listing {
   uint64_t stored_bytes = 0;      // sum of storage nbytes
   uint64_t referenced_bytes = 0;  // sum of storage referenced_nbytes
   std::vector<std::string> unsafe_globals;
+  // zip: records in the archive, and how many are deflated.
+  uint64_t zip_records = 0;
+  uint64_t deflated_records = 0;
   // Groups of tensor names that share bytes (tied weights, views of views).
   std::vector<std::vector<std::string>> tied;
 };

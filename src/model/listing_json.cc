@@ -137,6 +137,8 @@ void JsonFiles::Add(const model::Listing& l) {
   w.BeginArray();
   for (const std::string& g : l.unsafe_globals) w.String(g);
   w.EndArray();
+  w.Key("deflated_records");
+  w.Uint(l.deflated_records);
   w.EndObject();
 }
 

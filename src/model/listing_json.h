@@ -28,7 +28,8 @@ class JsonFiles {
   // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
   void AddError(const std::string& path, const Status& status);
   // An element written by `write` (one JSON object), for listings of other
-  // stages (a Distributed Checkpoint folder: dcp/listing.h).
+  // stages (a Distributed Checkpoint folder: dcp/listing.h; a DeepSpeed
+  // folder: ops/zero_inspect.h).
   void AddWith(const std::function<void(json::Writer&)>& write) { write(w_); }
   // The whole document, with a trailing newline; an error only for a
   // zerofold bug (writer misuse).

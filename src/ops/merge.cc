@@ -6,6 +6,7 @@
 #include "ops/merge_dcp.h"
 #include "ops/merge_load.h"
 #include "ops/merge_zero.h"
+#include "ops/zero_sources.h"
 
 namespace zerofold::ops {
 
@@ -26,11 +27,15 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
 
   ZF_ASSIGN_OR_RETURN(std::string tag_folder, FindTagFolder(env, ckpt_dir, options.tag));
   ZF_ASSIGN_OR_RETURN(LoadedZero loaded, LoadZeroCheckpoint(env, tag_folder, options.read));
+  ZF_TRY(LinkZero0(&loaded, /*by_value=*/true).status());
   report.tag_folder = loaded.tag_folder;
   report.tag = loaded.tag;
   report.warnings = loaded.warnings;
   for (const ZeroFile& f : loaded.model_files) report.input_files.push_back(f.path);
   for (const ZeroFile& f : loaded.optim_files) report.input_files.push_back(f.path);
+  for (const ZeroFile& f : loaded.param_files) report.input_files.push_back(f.path);
+  report.model_files = loaded.model_files.size();
+  report.optim_files = loaded.optim_files.size();
   if (!loaded.description.model_states.empty()) report.ds_version = loaded.description.model_states[0].ds_version;
 
   zero::PlanOptions plan_options;

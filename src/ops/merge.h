@@ -65,8 +65,9 @@ struct MergeReport : merge::OutputReport {
   std::string tag_folder;
   std::string tag;
   std::string ds_version;
-  std::vector<std::string> input_files;  // ZeRO: model states, then optim states, in rank order;
-                                         // DCP: .metadata, then the .distcp files read
+  std::vector<std::string> input_files;  // ZeRO: model states, then optim states in rank order, then
+                                         // universal fp32.pt files; DCP: .metadata, then the .distcp files read
+  size_t model_files = 0, optim_files = 0;  // ZeRO: how many of input_files are of each kind
   zero::MergePlan plan;      // ZeRO only
   // The tensors as the writer reads them. The sources are closed when the
   // merge returns: their paths stay, their `source` pointers are null.

@@ -6,6 +6,7 @@
 
 #include "zero/extract.h"
 #include "zero/files.h"
+#include "ops/zero_sources.h"
 
 namespace zerofold::ops {
 
@@ -84,7 +85,7 @@ ZeroFile KeepLocations(std::string path, std::unique_ptr<RandomSource> source, c
   f.path = std::move(path);
   f.source = std::move(source);
   f.unsafe_globals = ckpt.unsafe_globals;
-  for (const torch::Storage& s : ckpt.storages) f.storages.emplace(s.key, StorageLocation{s.data_offset, s.nbytes, s.record});
+  for (const torch::Storage& s : ckpt.storages) f.storages.emplace(s.key, s);
   return f;
 }
 
@@ -133,9 +134,12 @@ Result<std::string> FindTagFolder(Env* env, const std::string& ckpt_dir, const s
       return Status::InvalidArgument("--tag '" + *tag + "' is not a folder name").WithPath(ckpt_dir);
     return TagFolderOf(env, ckpt_dir, entries, *tag, "--tag");
   }
-  const std::string latest = JoinPath(ckpt_dir, kLatestFile);
-  bool has_latest = std::any_of(entries.begin(), entries.end(),
-                                [](const DirEntry& e) { return !e.is_dir && e.name == kLatestFile; });
+  auto has_file = [&entries](const char* name) {
+    return std::any_of(entries.begin(), entries.end(), [name](const DirEntry& e) { return !e.is_dir && e.name == name; });
+  };
+  const char* latest_name = has_file(kLatestFile) || !has_file(kLatestUniversalFile) ? kLatestFile : kLatestUniversalFile;
+  const std::string latest = JoinPath(ckpt_dir, latest_name);
+  bool has_latest = has_file(latest_name);
   if (has_latest) {
     Result<std::string> text = env->ReadSmallFile(latest, kMaxLatestBytes);
     if (!text.ok()) {
@@ -148,7 +152,7 @@ Result<std::string> FindTagFolder(Env* env, const std::string& ckpt_dir, const s
     std::string_view name = Trim(*text);
     if (!IsFolderName(name))
       return Status::Corrupt("names '" + std::string(name) + "', which is not a single folder name").WithPath(latest);
-    return TagFolderOf(env, ckpt_dir, entries, std::string(name), "'latest'");
+    return TagFolderOf(env, ckpt_dir, entries, std::string(name), "'" + std::string(latest_name) + "'");
   }
   if (HasStatesFile(entries)) return ckpt_dir;  // a tag folder itself
   std::vector<std::string> tags = TagFolders(env, ckpt_dir, entries);
@@ -203,6 +207,8 @@ Result<LoadedZero> LoadZeroCheckpoint(Env* env, const std::string& tag_folder, c
     out.optim_files.push_back(KeepLocations(path, std::move(read_file.second), read_file.first));
     WarnUnsafe(out.optim_files.back(), &out);
   }
+  if (IsUniversalTagFolder(env, tag_folder)) ZF_TRY(LoadUniversalParams(env, read, &out));
+  ZF_TRY(LoadOffloadedPartitions(env, &out));
   return out;
 }
 

@@ -26,12 +26,10 @@
 
 namespace zerofold::ops {
 
-// Where one storage's bytes are in its file.
-struct StorageLocation {
-  uint64_t data_offset = 0;  // absolute offset of the first byte
-  uint64_t nbytes = 0;       // declared bytes (the record holds at least these)
-  std::string record;        // "archive/data/3", for messages
-};
+// Where one storage's bytes are in its file: the storage as read, its
+// nbytes declared (the record holds at least these), its record's name,
+// offset and zip method (a deflated one is read as merge::Transform::kDeflate).
+using StorageLocation = torch::Storage;
 
 // One rank file, open for reading.
 struct ZeroFile {
@@ -47,6 +45,7 @@ struct LoadedZero {
   zero::ZeroCheckpoint description;  // `file` fields hold the paths
   std::vector<ZeroFile> model_files;  // parallel to description.model_states
   std::vector<ZeroFile> optim_files;  // parallel to description.optim_states
+  std::vector<ZeroFile> param_files;  // parallel to description.param_files (universal)
   // Notes for the user: an unsafe global per file (merge writes only
   // tensors, so nothing of the pickle is carried), files ignored.
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
@@ -54,18 +53,22 @@ struct LoadedZero {
   // The file a plan slice reads from. REQUIRES: slice comes from a plan of
   // `description`.
   const ZeroFile& FileOf(const zero::SourceSlice& slice) const {
+    if (slice.source == zero::SourceKind::kParamFile) return param_files[slice.file];
     return slice.source == zero::SourceKind::kOptimStates ? optim_files[slice.file] : model_files[slice.file];
   }
 };
 
 // The name of the file in a checkpoint folder that names the tag to merge.
 inline constexpr const char* kLatestFile = "latest";
+// ds_to_universal.py's, naming the universal tag folder; read when there is no `latest`.
+inline constexpr const char* kLatestUniversalFile = "latest_universal";
 // `latest` is a few bytes; more is not a DeepSpeed tag file.
 inline constexpr uint64_t kMaxLatestBytes = 4096;
 
 // The tag folder of `ckpt_dir`: ckpt_dir/`tag` when a tag is given; else
 // ckpt_dir/<the tag `latest` names>; else, without `latest`, ckpt_dir itself
-// (a tag folder given directly). Errors (path: the file or folder concerned):
+// (a tag folder given directly). `latest_universal` stands for `latest`
+// where only it exists. Errors (path: the file or folder concerned):
 //   kNotFound         ckpt_dir or the tag folder does not exist; no `latest`
 //                     in a folder whose subfolders hold states files (the
 //                     message lists them: give --tag);
@@ -78,6 +81,8 @@ Result<std::string> FindTagFolder(Env* env, const std::string& ckpt_dir, const s
 // optim-states file (directory and pickle only) and describes them. Stage 3
 // (zero_pp_rank_R model states) takes the per-rank model-states files; a
 // stray mp_rank_00_model_states.pt beside them is ignored with a warning.
+// A universal tag folder (a zero/ folder) also gets its zero/<name>/fp32.pt
+// files (ops/zero_sources.h).
 // Errors carry the path of the file concerned: those of ClassifyTagFiles,
 // ReadCheckpoint (record, offset), ExtractModelStates/ExtractOptimStates;
 // kUnsupported for big-endian archives.

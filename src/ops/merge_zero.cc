@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "io/checked_math.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::ops {
 
@@ -11,7 +12,9 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
   merge::GatherPlan out;
   for (const ZeroFile& f : loaded.model_files) out.sources.push_back({f.path, f.source.get()});
   for (const ZeroFile& f : loaded.optim_files) out.sources.push_back({f.path, f.source.get()});
+  for (const ZeroFile& f : loaded.param_files) out.sources.push_back({f.path, f.source.get()});
   const uint32_t optim_base = static_cast<uint32_t>(loaded.model_files.size());
+  const uint32_t param_base = optim_base + static_cast<uint32_t>(loaded.optim_files.size());
   for (const zero::OutputTensor& t : plan.tensors) {
     merge::GatherTensor g;
     g.name = t.name;
@@ -38,11 +41,20 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
       merge::Piece p;
       p.offsets = {static_cast<int64_t>(element)};
       p.sizes = {static_cast<int64_t>(slice.count)};
-      p.file = slice.source == zero::SourceKind::kOptimStates ? optim_base + slice.file : slice.file;
+      switch (slice.source) {
+        case zero::SourceKind::kModelStates: p.file = slice.file; break;
+        case zero::SourceKind::kOptimStates: p.file = optim_base + slice.file; break;
+        case zero::SourceKind::kParamFile: p.file = param_base + slice.file; break;
+      }
       p.record = where.record;
       p.dtype = slice.dtype;
       p.data_offset = where.data_offset;
       p.storage_nbytes = where.nbytes;
+      if (where.method != 0) {  // a deflated record (torch/storage_source.h)
+        p.transform = merge::Transform::kDeflate;
+        p.deflated = torch::RecordEntry(where);
+        p.data_offset = 0;
+      }
       p.view_offset = static_cast<int64_t>(slice.offset);
       p.strides = {1};
       g.pieces.push_back(std::move(p));

@@ -74,29 +74,4 @@ Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const
   return Status::OK();
 }
 
-Result<std::vector<std::string>> RemoveLeftTemps(Env* env, const std::vector<std::string>& paths) {
-  std::vector<std::string> removed;
-  std::string listed_dir;
-  std::vector<DirEntry> entries;
-  for (const std::string& path : paths) {
-    size_t slash = path.rfind('/');
-    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    std::string prefix(".");
-    prefix.append(path, slash == std::string::npos ? 0 : slash + 1, std::string::npos);
-    prefix.append(".zf-tmp-");
-    if (dir != listed_dir) {
-      if (!env->IsDirectory(dir)) continue;
-      ZF_ASSIGN_OR_RETURN(entries, env->ListDir(dir));
-      listed_dir = dir;
-    }
-    for (const DirEntry& e : entries) {
-      if (e.is_dir || e.name.rfind(prefix, 0) != 0) continue;
-      std::string temp = dir + "/" + e.name;
-      ZF_TRY(env->RemoveFile(temp));
-      removed.push_back(temp);
-    }
-  }
-  return removed;
-}
-
 }  // namespace zerofold::ops

@@ -44,13 +44,6 @@ Result<bool> FileComplete(Env* env, const std::string& path, uint64_t planned_by
 // or of another size, with the part that writes it.
 Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const std::vector<uint64_t>& bytes);
 
-// Removes the temp files that a part killed mid-write left for the files
-// at `paths` (".NAME.zf-tmp-*" beside each, the names Env::NewAtomicFile
-// gives), so a rerun of the part leaves only finished files. A part owns
-// its files: no other run writes them at the same time. Returns the paths
-// removed.
-Result<std::vector<std::string>> RemoveLeftTemps(Env* env, const std::vector<std::string>& paths);
-
 }  // namespace zerofold::ops
 
 #endif  // ZEROFOLD_OPS_PARTS_H_

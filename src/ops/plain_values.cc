@@ -6,6 +6,7 @@
 
 #include "json/writer.h"
 #include "ops/graph_children.h"
+#include "safetensors/format.h"
 #include "torch/format.h"
 
 namespace zerofold::ops {
@@ -18,6 +19,12 @@ using pickle::kNoNode;
 using pickle::NodeId;
 
 constexpr int kMaxPlainDepth = 1000;
+// JSON text written for all values together, counted as it is written (a
+// number as 24 bytes, a str or key as its length plus 2): what a header the
+// safetensors reference reads can hold. Shared subgraphs can make a 1 KB
+// pickle's values terabytes of text; a value past the budget is skipped.
+constexpr uint64_t kPlainTextBudget = safetensors::kMaxHeaderSize;
+constexpr uint64_t kNumberCost = 24;
 
 // holder[n]: a tensor node is reachable from n. Computed backwards from the
 // tensor nodes over reversed edges, so cycles and shared subgraphs are fine.
@@ -58,9 +65,18 @@ NodeId SizeTuple(const Graph& g, NodeId n) {
   return g.kind(t) == Kind::kTuple ? t : kNoNode;
 }
 
-// Writes n as JSON; false if it is not plain data (w is then unusable).
-bool WritePlain(const Graph& g, NodeId n, json::Writer& w, int depth) {
+// Takes `cost` from `budget`; false when it has less.
+bool Spend(uint64_t cost, uint64_t& budget) {
+  if (cost > budget) return false;
+  budget -= cost;
+  return true;
+}
+
+// Writes n as JSON, spending from `budget`; false if it is not plain data or
+// the budget runs out (w is then unusable).
+bool WritePlain(const Graph& g, NodeId n, json::Writer& w, int depth, uint64_t& budget) {
   if (depth > kMaxPlainDepth) return false;
+  if (!Spend(g.kind(n) == Kind::kStr ? g.AsStr(n).size() + 2 : kNumberCost, budget)) return false;
   switch (g.kind(n)) {
     case Kind::kNone: w.Null(); return true;
     case Kind::kBool: w.Bool(g.AsBool(n)); return true;
@@ -74,24 +90,25 @@ bool WritePlain(const Graph& g, NodeId n, json::Writer& w, int depth) {
     case Kind::kTuple:
       w.BeginArray();
       for (NodeId c : g.Items(n))
-        if (!WritePlain(g, c, w, depth + 1)) return false;
+        if (!WritePlain(g, c, w, depth + 1, budget)) return false;
       w.EndArray();
       return true;
     case Kind::kDict:
     case Kind::kObject: {
-      if (NodeId size = SizeTuple(g, n); size != kNoNode) return WritePlain(g, size, w, depth + 1);
+      if (NodeId size = SizeTuple(g, n); size != kNoNode) return WritePlain(g, size, w, depth + 1, budget);
       if (g.kind(n) == Kind::kObject && !IsOrderedDict(g, n)) return false;
       std::vector<NodeId> e = MappingEntries(g, n);
       w.BeginObject();
       for (size_t i = 0; i + 1 < e.size(); i += 2) {
         if (g.kind(e[i]) == Kind::kStr) {
+          if (!Spend(g.AsStr(e[i]).size() + 2, budget)) return false;
           w.Key(g.AsStr(e[i]));
         } else if (g.kind(e[i]) == Kind::kInt) {
           w.Key(std::to_string(g.AsInt(e[i])));
         } else {
           return false;
         }
-        if (!WritePlain(g, e[i + 1], w, depth + 1)) return false;
+        if (!WritePlain(g, e[i + 1], w, depth + 1, budget)) return false;
       }
       w.EndObject();
       return true;
@@ -120,9 +137,11 @@ class Collector {
 
   void Leaf(NodeId n, const std::string& path) {
     json::Writer w;
-    if (WritePlain(g_, n, w, 0)) {
+    uint64_t budget = budget_;
+    if (WritePlain(g_, n, w, 0, budget)) {
       Result<std::string> text = w.Finish();  // fails on a str that is not UTF-8
       if (text.ok()) {
+        budget_ = budget;
         out_.entries.emplace_back(path, *text);
         return;
       }
@@ -164,6 +183,7 @@ class Collector {
   std::vector<bool> holder_;
   std::vector<bool> on_path_;
   std::vector<bool> tensor_;  // the node is a tensor (or Parameter)
+  uint64_t budget_ = kPlainTextBudget;  // text the values written so far left
   PlainValues out_;
 };
 

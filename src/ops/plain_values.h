@@ -9,7 +9,9 @@
 // tuples of plain data, dicts and OrderedDicts with str or int keys (an int
 // key becomes its decimal string, as Python's json.dumps writes it) and
 // torch.Size (an array). Anything else (bytes, sets, NaN or infinite floats,
-// ints past 64 bits, other objects, nesting past 1000 levels) is named in
+// ints past 64 bits, other objects, nesting past 1000 levels, and values
+// whose text would take the values' text past safetensors' 100 MB header
+// limit, which shared subgraphs reach from a small pickle) is named in
 // `skipped`, as are the non-tensor parts of other objects that hold tensors.
 #ifndef ZEROFOLD_OPS_PLAIN_VALUES_H_
 #define ZEROFOLD_OPS_PLAIN_VALUES_H_

@@ -37,6 +37,10 @@ struct ShrinkOptions {
   std::optional<torch::DType> dtype;
   // Write only the subtree at this key path (ops/select.h); "" writes all.
   std::string select;
+  // A conversion (`zerofold convert`): always write a new torch archive with
+  // every storage split exactly. Without it (and without dtype or select)
+  // the rewrite never grows a file: see IsPlainShrink.
+  bool convert = false;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Compression of ".zst" outputs and limits for ".zst" inputs.
@@ -53,8 +57,14 @@ struct ShrinkReport {
   size_t tensors = 0;
   size_t storages_before = 0;
   size_t storages_after = 0;
-  // "KEY: N bytes -> parts of A, B, ... bytes" for each storage split or trimmed.
+  // "KEY: N bytes -> A + B + ..." for each storage split or trimmed.
   std::vector<std::string> changed_storages;
+  // "KEY: kept whole: N B unreferenced, less than splitting costs" for each
+  // storage with unreferenced bytes that splitting would not make smaller.
+  std::vector<std::string> kept_whole;
+  // A plain shrink whose rewrite would not be smaller than the input wrote
+  // the input's bytes unchanged (in place: left the input untouched).
+  bool copied_unchanged = false;
   std::vector<std::string> unsafe_globals;  // carried through (keep_unsafe)
   // Each tensor's name and logical bytes (numel x itemsize), in order.
   std::vector<std::pair<std::string, uint64_t>> tensor_nbytes;

@@ -108,11 +108,6 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   }
   ShrinkOptions plan_only = options;
   plan_only.dry_run = true;
-  std::vector<std::string> own;
-  for (size_t k = 0; k < shards.size(); ++k)
-    if (part.kind == PartSpec::Kind::kPart && report.file_parts[k] == part.index)
-      own.push_back(model::JoinPath(output, TorchName(shards[k].substr(shards[k].rfind('/') + 1))));
-  if (!options.dry_run && !own.empty()) ZF_TRY(RemoveLeftTemps(env, own).status());
   std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
   std::vector<std::string> out_paths;

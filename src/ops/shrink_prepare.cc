@@ -18,6 +18,10 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 }  // namespace
 
+bool IsPlainShrink(const ShrinkOptions& options) {
+  return !options.convert && !options.dtype && options.select.empty();
+}
+
 Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string& input, const std::string& output,
                                      const ShrinkOptions& options) {
   ZF_TRY(SelectSubtree(ckpt, options.select, options.read));
@@ -52,7 +56,14 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
             .WithRecord(ckpt.storages[s].record);
   }
 
-  ZF_ASSIGN_OR_RETURN(p.plan, plan::PlanShrink(ckpt));
+  p.top_folder = ckpt.format == torch::Format::kTorchZip && !ckpt.top_folder.empty() ? ckpt.top_folder
+                                                                                      : StemOf(output);
+  // A plain shrink splits a storage only where the file gets smaller; a
+  // cast or a selection is a conversion, which writes every storage exactly
+  // sized.
+  const bool plain = IsPlainShrink(options);
+  const plan::SplitCost cost(ckpt, p.top_folder + "/data/");
+  ZF_ASSIGN_OR_RETURN(p.plan, plan::PlanShrink(ckpt, plain ? &cost : nullptr));
   ZF_ASSIGN_OR_RETURN(p.casts, PlanStorageCasts(ckpt, p.plan, options.dtype));
   report.stored_before = p.plan.bytes_before;
   report.storages_after = p.plan.storages.size();
@@ -63,6 +74,10 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
     report.changed_storages.push_back(ckpt.storages[s].key + ": " + std::to_string(ckpt.storages[s].nbytes) +
                                       " bytes -> " + (parts.empty() ? "none" : Join(parts, " + ")));
   }
+
+  for (const plan::ShrinkPlan::KeptWhole& k : p.plan.kept_whole)
+    report.kept_whole.push_back(ckpt.storages[k.input_storage].key + ": kept whole: " +
+                                std::to_string(k.unreferenced) + " B unreferenced, less than splitting costs");
 
   std::vector<torch::NewStorage> new_storages;
   for (size_t i = 0; i < p.plan.storages.size(); ++i) {
@@ -76,8 +91,6 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
   for (const plan::ViewPlacement& v : p.plan.views) placements.push_back({v.output_storage, v.storage_offset});
   ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(p.casts)));
   ZF_ASSIGN_OR_RETURN(p.data_pkl, pickle::Encode(ckpt.graph, ckpt.root));
-  p.top_folder = ckpt.format == torch::Format::kTorchZip && !ckpt.top_folder.empty() ? ckpt.top_folder
-                                                                                      : StemOf(output);
   return p;
 }
 

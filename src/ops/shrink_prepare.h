@@ -29,6 +29,10 @@ struct PreparedShrink {
   std::string top_folder;                     // the input's, or StemOf(output) for legacy input
 };
 
+// A shrink that neither converts, casts nor selects: its output is never larger than
+// its input (see ShrinkReport::copied_unchanged).
+bool IsPlainShrink(const ShrinkOptions& options);
+
 // Prepares the shrink of `ckpt` into `output` (named for the report and the
 // legacy top folder). Changes ckpt: SelectSubtree (storages renumbered) and
 // the retargeted graph. Errors carry no path (the caller adds it):

@@ -115,7 +115,8 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
 }
 
 Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
-  const ShrinkOptions& o = r.options;
+  ShrinkOptions o = r.options;
+  o.convert = r.convert;
   const bool in_folder = env->IsDirectory(r.in);
   const bool folder = OutputIsFolder(env, r.in, r.out);
   ShrinkOutcome outcome;

@@ -192,8 +192,81 @@ std::vector<torch::ExtraRecord> Extras(const torch::StreamCheckpointReader& read
   return extras;
 }
 
-Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, const std::string& input,
-                            const std::string& output, const ShrinkOptions& options) {
+// The input as the reader pulls it from its source: every byte is kept
+// until Keep(false), or passed on to a sink from Tee() on, so that an input
+// that is not worth rewriting can be written out unchanged in the same pass.
+class TeeSource final : public StreamSource {
+ public:
+  explicit TeeSource(StreamSource* src) : src_(src) {}
+
+  Result<size_t> Read(std::span<std::byte> dst) override {
+    ZF_ASSIGN_OR_RETURN(size_t got, src_->Read(dst));
+    std::span<const std::byte> bytes = dst.first(got);
+    if (sink_ != nullptr) {
+      ZF_TRY(sink_->Append(bytes));
+    } else if (keep_) {
+      kept_.insert(kept_.end(), bytes.begin(), bytes.end());
+    }
+    return got;
+  }
+  uint64_t position() const override { return src_->position(); }
+  const std::string& name() const override { return src_->name(); }
+
+  // Stops keeping bytes and drops those kept.
+  void Drop() {
+    keep_ = false;
+    std::vector<std::byte>().swap(kept_);
+  }
+  // Writes the bytes kept to sink, then every byte read from now on.
+  Status Tee(Sink* sink) {
+    ZF_TRY(sink->Append(kept_));
+    Drop();
+    sink_ = sink;
+    return Status::OK();
+  }
+  // Reads (and so passes on) the rest of the source.
+  Status Drain() {
+    std::vector<std::byte> scratch(size_t{1} << 16);
+    while (true) {
+      ZF_ASSIGN_OR_RETURN(size_t got, Read(scratch));
+      if (got == 0) return Status::OK();
+    }
+  }
+
+ private:
+  StreamSource* src_;
+  bool keep_ = true;
+  std::vector<std::byte> kept_;
+  Sink* sink_ = nullptr;
+};
+
+// Whether a plain shrink's rewrite is smaller than its input, decided when
+// the model is read, before any storage byte: a single pass has to choose
+// then between rewriting and passing the input through. Legacy input: its
+// size is known from the key list (each storage's count and bytes follow),
+// the rewrite's exactly. Zip input: both are sized as torch lays archives
+// out, with the records met so far besides data.pkl and the storages (a
+// "version" record if none); for an archive torch wrote, whose records
+// after the storages are that version record, this is the file form's
+// decision. Records after the storages that the pass has not met yet are
+// taken to cost as much in the rewrite as in the input.
+bool RewriteIsSmaller(const torch::StreamCheckpointReader& reader, const torch::ArchiveContents& rewrite) {
+  const torch::Checkpoint& ckpt = reader.checkpoint();
+  if (ckpt.format == torch::Format::kTorchLegacy) {
+    uint64_t input_bytes = reader.position();
+    for (const torch::Storage& s : ckpt.storages) input_bytes = std::max(input_bytes, s.data_offset + s.nbytes);
+    return torch::TorchArchiveSize(rewrite) < input_bytes;
+  }
+  std::vector<torch::StorageRecord> storages;
+  for (const torch::Storage& s : ckpt.storages) storages.push_back({s.key, s.nbytes});
+  torch::ArchiveContents input = rewrite;
+  input.top_folder = ckpt.top_folder;
+  input.storages = storages;
+  return torch::TorchArchiveSize(rewrite) < torch::TorchArchiveSize(input, ckpt.pickle_size);
+}
+
+Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, TeeSource& tee, Sink* sink,
+                            const std::string& input, const std::string& output, const ShrinkOptions& options) {
   ZF_TRY(reader.ReadModel());
   // --select renumbers storages: plan on a copy, so the reader keeps its own.
   std::optional<torch::Checkpoint> selected;
@@ -212,6 +285,23 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, Sink* sink, c
     report.input_file_bytes = reader.position();
     return Extras(reader);
   };
+  const std::vector<torch::ExtraRecord> met = Extras(reader);
+  contents.extras = met;
+  // A deflated input (by the records met so far) is always rewritten stored.
+  if (IsPlainShrink(options) && reader.checkpoint().deflated_records == 0 && !RewriteIsSmaller(reader, contents)) {
+    // Already compact: the input passes through unchanged (checked by the
+    // reader as it goes).
+    report.copied_unchanged = true;
+    report.stored_after = report.stored_before;
+    report.storages_after = report.storages_before;
+    report.changed_storages.clear();
+    if (sink != nullptr) ZF_TRY(tee.Tee(sink));
+    ZF_TRY(finish_input().status());
+    ZF_TRY(tee.Drain());
+    report.input_file_bytes = report.output_file_bytes = tee.position();
+    return report;
+  }
+  tee.Drop();
   if (sink == nullptr) {  // dry run: the size needs the records after the storages
     ZF_ASSIGN_OR_RETURN(std::vector<torch::ExtraRecord> extras, finish_input());
     contents.extras = extras;
@@ -234,8 +324,9 @@ Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::
   // One pass leaves nothing to compare the output with.
   if (options.verify)
     return Status::InvalidArgument("--verify reads the input again; '" + input->name() + "' is a stream");
-  torch::StreamCheckpointReader reader(input, options.read);
-  Result<ShrinkReport> r = Shrink(reader, sink, input->name(), output, options);
+  TeeSource tee(input);
+  torch::StreamCheckpointReader reader(&tee, options.read);
+  Result<ShrinkReport> r = Shrink(reader, tee, sink, input->name(), output, options);
   if (r.ok()) return r;
   // Errors without a path are the input's, whose offsets are stream offsets.
   Status s = r.status();

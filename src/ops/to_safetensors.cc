@@ -10,6 +10,7 @@
 
 #include "json/writer.h"
 #include "model/hf_folder.h"
+#include "torch/storage_source.h"
 #include "ops/cast.h"
 #include "ops/checkpoint_file.h"
 #include "ops/gather.h"
@@ -199,7 +200,9 @@ class FileWriter {
     uint64_t element = 0;  // C-order index of the chunk's first element
     const size_t in_item = torch::Info(t.dtype).itemsize, out_item = torch::Info(item.out).itemsize;
     Status write_error;  // the output's, kept apart from read errors
-    Status read = gatherer_.Gather(*in.src, storage.data_offset, t, [&](std::span<const std::byte> chunk) -> Status {
+    Result<const RandomSource*> bytes = SourcesOf(item.input).For(storage);
+    if (!bytes.ok()) return Status(bytes.status()).WithPath(in.path);
+    Status read = gatherer_.Gather(**bytes, 0, t, [&](std::span<const std::byte> chunk) -> Status {
       std::span<const std::byte> bytes = chunk;
       if (cast) {
         std::span<std::byte> out(cast_.data(), chunk.size() / in_item * out_item);
@@ -218,7 +221,15 @@ class FileWriter {
     return Status::OK();
   }
 
+  // One StorageSources per input, made when first needed.
+  torch::StorageSources& SourcesOf(size_t input) {
+    if (sources_.size() < inputs_.size()) sources_.resize(inputs_.size());
+    if (!sources_[input]) sources_[input] = std::make_unique<torch::StorageSources>(*inputs_[input].src);
+    return *sources_[input];
+  }
+
   const std::vector<Input>& inputs_;
+  std::vector<std::unique_ptr<torch::StorageSources>> sources_;
   const ConvertOptions& options_;
   Gatherer gatherer_;
   std::vector<std::byte> cast_;  // cast output of one gather chunk (at most 4x its size)

@@ -15,6 +15,7 @@
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
 #include "torch/retarget.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::ops {
 
@@ -64,10 +65,12 @@ Result<uint64_t> WriteShard(Env* env, Input& in, pickle::NodeId root, const std:
   contents.extras = extras;
   if (options.dry_run) return torch::TorchArchiveSize(contents);
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+  torch::StorageSources sources(*in.src);
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const plan::OutputStorage& o = plan.storages[index];
     const torch::Storage& s = ckpt.storages[o.input_storage];
-    return copier.Copy(*in.src, s.data_offset + o.begin, o.nbytes(), casts[index], s.record,
+    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(s));
+    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], s.record,
                        [&](std::span<const std::byte> bytes) -> Status {
                          ZF_TRY(emit(bytes));
                          wrote(bytes.size());
@@ -75,6 +78,7 @@ Result<uint64_t> WriteShard(Env* env, Input& in, pickle::NodeId root, const std:
                        });
   };
   Status written = torch::WriteTorchArchive(contents, fill, sink.get());
+  if (written.ok()) written = sources.Finish().WithPath(in.path);
   if (!written.ok()) return written.WithPath(path);
   ZF_TRY(sink->Commit());
   return sink->position();

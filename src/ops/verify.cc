@@ -72,9 +72,10 @@ std::vector<Dim> CollapsedDims(const torch::Tensor& t) {
 // second half stages gathered bytes before they are hashed.
 class Digester {
  public:
-  Digester(const RandomSource& src, const torch::Storage& storage, uint32_t itemsize,
+  // `bytes`: the storage's bytes from offset 0 (torch/storage_source.h).
+  Digester(const RandomSource& bytes, const torch::Storage& storage, uint32_t itemsize,
            std::span<std::byte> buffer, Xxh3Hasher& hasher)
-      : src_(src), storage_(storage), itemsize_(itemsize), hasher_(hasher), buffer_(buffer),
+      : src_(bytes), storage_(storage), itemsize_(itemsize), hasher_(hasher), buffer_(buffer),
         window_(buffer.first(buffer.size() / 2)), staging_(buffer.subspan(buffer.size() / 2)) {}
 
   // Hashes `count` contiguous elements starting at byte `pos` of the storage.
@@ -115,7 +116,7 @@ class Digester {
 
  private:
   Status Read(uint64_t pos, std::span<std::byte> dst) {
-    Status s = ReadExactAt(src_, storage_.data_offset + pos, dst);
+    Status s = ReadExactAt(src_, pos, dst);
     if (!s.ok()) return s.WithRecord(storage_.record).WithPath(src_.name());
     return Status::OK();
   }
@@ -138,7 +139,7 @@ Status Mismatch(const torch::Tensor& t, const std::string& what) {
 
 }  // namespace
 
-Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
+Result<Hash128> TensorDigest(torch::StorageSources& sources, const torch::Checkpoint& ckpt,
                              const torch::Tensor& tensor, std::span<std::byte> buffer) {
   if (buffer.size() < kMinDigestBuffer)
     return Status::InvalidArgument("digest buffer of " + std::to_string(buffer.size()) + " bytes; at least " +
@@ -176,7 +177,8 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
                                    ", offset " + std::to_string(tensor.storage_offset) +
                                    " is not contiguous from a byte boundary")
             .WithRecord(tensor.name);
-      Digester bytes(src, storage, 1, buffer, hasher);
+      ZF_ASSIGN_OR_RETURN(const RandomSource* src, sources.For(storage));
+      Digester bytes(*src, storage, 1, buffer, hasher);
       ZF_TRY(bytes.Run(extent.begin, extent.end - extent.begin));
       ZF_TRY(bytes.FlushStaging());
       return hasher.Digest();
@@ -186,7 +188,8 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
     const size_t outer_dims = dims.size() - 1;
     std::vector<uint64_t> index(outer_dims, 0);
     const uint64_t first = static_cast<uint64_t>(tensor.storage_offset);
-    Digester digester(src, storage, itemsize, buffer, hasher);
+    ZF_ASSIGN_OR_RETURN(const RandomSource* src, sources.For(storage));
+    Digester digester(*src, storage, itemsize, buffer, hasher);
     // Every element offset lies in [first, extent end): strides are
     // non-negative (ViewExtent refuses others), so no sum below overflows.
     for (;;) {
@@ -207,23 +210,65 @@ Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& c
   return hasher.Digest();
 }
 
-Status CompareTensorValues(const RandomSource& a, const torch::Checkpoint& ckpt_a, const torch::Tensor& x,
-                           const RandomSource& b, const torch::Checkpoint& ckpt_b, const torch::Tensor& y,
-                           std::span<std::byte> buffer) {
-  const std::string& path = b.name();
+Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
+                             const torch::Tensor& tensor, std::span<std::byte> buffer) {
+  torch::StorageSources sources(src);
+  return TensorDigest(sources, ckpt, tensor, buffer);
+}
+
+namespace {
+
+// Every tensor's digest, indexed as ckpt.tensors, computed in the order of
+// (storage, storage offset).
+Result<std::vector<Hash128>> DigestsInStorageOrder(torch::StorageSources& sources, const torch::Checkpoint& ckpt,
+                                                   std::span<std::byte> buffer) {
+  std::vector<size_t> order(ckpt.tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const torch::Tensor& a = ckpt.tensors[x];
+    const torch::Tensor& b = ckpt.tensors[y];
+    return a.storage != b.storage ? a.storage < b.storage : a.storage_offset < b.storage_offset;
+  });
+  std::vector<Hash128> digests(order.size());
+  for (size_t i : order) {
+    ZF_ASSIGN_OR_RETURN(digests[i], TensorDigest(sources, ckpt, ckpt.tensors[i], buffer));
+  }
+  return digests;
+}
+
+}  // namespace
+
+namespace {
+
+// The output's dtype and shape against the input's: a Mismatch naming x.
+Status CompareDtypeShape(const torch::Tensor& x, const torch::Tensor& y, const std::string& path) {
   if (x.dtype != y.dtype)
     return Mismatch(x, "dtype " + std::string(torch::Info(y.dtype).name) + ", input " +
                            std::string(torch::Info(x.dtype).name))
         .WithPath(path);
   if (x.shape != y.shape)
     return Mismatch(x, "shape " + torch::ShapeText(y.shape) + ", input " + torch::ShapeText(x.shape)).WithPath(path);
-  ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
-  ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
+  return Status::OK();
+}
+
+Status CompareDigests(const torch::Tensor& x, const torch::Tensor& y, const Hash128& hx, const Hash128& hy,
+                      const std::string& path) {
   if (hx != hy)
     return Mismatch(x, "xxh3-128 of its " + std::to_string(y.nbytes()) + " bytes is " + hy.Hex() + ", input " +
                            hx.Hex())
         .WithPath(path);
   return Status::OK();
+}
+
+}  // namespace
+
+Status CompareTensorValues(const RandomSource& a, const torch::Checkpoint& ckpt_a, const torch::Tensor& x,
+                           const RandomSource& b, const torch::Checkpoint& ckpt_b, const torch::Tensor& y,
+                           std::span<std::byte> buffer) {
+  ZF_TRY(CompareDtypeShape(x, y, b.name()));
+  ZF_ASSIGN_OR_RETURN(Hash128 hx, TensorDigest(a, ckpt_a, x, buffer));
+  ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(b, ckpt_b, y, buffer));
+  return CompareDigests(x, y, hx, hy, b.name());
 }
 
 Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoint& ckpt_a,
@@ -234,6 +279,10 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
     return Status::Corrupt("holds " + std::to_string(ckpt_b.tensors.size()) + " tensors, the input " +
                            std::to_string(ckpt_a.tensors.size()))
         .WithPath(path);
+  // Digests in storage order: a deflated storage is read forward once.
+  torch::StorageSources sources_a(a), sources_b(b);
+  ZF_ASSIGN_OR_RETURN(std::vector<Hash128> digests_a, DigestsInStorageOrder(sources_a, ckpt_a, buffer));
+  ZF_TRY(sources_a.Finish());
   VerifyReport report;
   for (size_t i = 0; i < ckpt_a.tensors.size(); ++i) {
     const torch::Tensor& x = ckpt_a.tensors[i];
@@ -248,7 +297,9 @@ Result<VerifyReport> VerifyTensors(const RandomSource& a, const torch::Checkpoin
       differs = Mismatch(x, "requires_grad, Parameter or quantized flag changed");
     }
     if (!differs.ok()) return differs.WithPath(path);
-    ZF_TRY(CompareTensorValues(a, ckpt_a, x, b, ckpt_b, y, buffer));
+    ZF_TRY(CompareDtypeShape(x, y, path));
+    ZF_ASSIGN_OR_RETURN(Hash128 hy, TensorDigest(sources_b, ckpt_b, y, buffer));
+    ZF_TRY(CompareDigests(x, y, digests_a[i], hy, path));
     report.tensors++;
     report.bytes += x.nbytes();
   }

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "torch/checkpoint.h"
+#include "torch/storage_source.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
@@ -55,8 +56,8 @@ class Xxh3Hasher {
 // The smallest buffer TensorDigest accepts.
 constexpr size_t kMinDigestBuffer = 64;
 
-// The xxh3-128 of `tensor`'s logical bytes, read from `src`, the file
-// `ckpt` was read from. `buffer` is scratch space of at least
+// The xxh3-128 of `tensor`'s logical bytes, read through `sources`, over
+// the file `ckpt` was read from. `buffer` is scratch space of at least
 // kMinDigestBuffer bytes; larger buffers mean fewer reads.
 // Packed sub-byte dtypes (quint4x2, quint2x4) hash the bytes holding their
 // elements, as torch's int_repr() holds them; kUnsupported (naming the
@@ -65,6 +66,9 @@ constexpr size_t kMinDigestBuffer = 64;
 // or its extent overflows; the source's errors (kIO, kCorrupt "truncated")
 // with the storage record; kInvalidArgument for a small buffer.
 // REQUIRES: tensor is an element of ckpt.tensors.
+Result<Hash128> TensorDigest(torch::StorageSources& sources, const torch::Checkpoint& ckpt,
+                             const torch::Tensor& tensor, std::span<std::byte> buffer);
+// The same, reading through StorageSources of its own over `src`.
 Result<Hash128> TensorDigest(const RandomSource& src, const torch::Checkpoint& ckpt,
                              const torch::Tensor& tensor, std::span<std::byte> buffer);
 

@@ -354,4 +354,10 @@ Result<std::vector<std::byte>> Encode(const Graph& graph, NodeId root, uint32_t 
   return encoder.Run(root);
 }
 
+size_t IntOpSize(int64_t v) {
+  if (v >= 0 && v <= 0xffff) return v <= 0xff ? 1 + 1 : 1 + 2;  // BININT1, BININT2
+  if (v >= INT32_MIN && v <= INT32_MAX) return 1 + 4;          // BININT
+  return 1 + 1 + Int64ToLong(v).size();                         // LONG1: at most 8 bytes of payload
+}
+
 }  // namespace zerofold::pickle

@@ -34,6 +34,9 @@ namespace zerofold::pickle {
 // Python's pickler never does that for the values torch.save writes.
 Result<std::vector<std::byte>> Encode(const Graph& graph, NodeId root, uint32_t max_depth = 100000);
 
+// Bytes Encode writes for an int node of value v (opcode and argument).
+size_t IntOpSize(int64_t v);
+
 }  // namespace zerofold::pickle
 
 #endif  // ZEROFOLD_PICKLE_ENCODER_H_

@@ -60,7 +60,7 @@ void AssignKeys(const torch::Checkpoint& ckpt, std::vector<OutputStorage>& stora
   for (size_t i = 0; i < storages.size(); ++i) storages[i].key = Padded(i, storages.empty() ? 0 : storages.size() - 1);
 }
 
-Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
+Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt, const SplitCost* cost) {
   const size_t n_storages = ckpt.storages.size();
   std::vector<std::vector<Extent>> extents(n_storages);
   std::vector<std::vector<uint32_t>> empty_views(n_storages);
@@ -118,8 +118,6 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
       for (uint32_t t : empty_views[s]) tensor_output[t] = out;
       continue;
     }
-    plan.changed_storages.push_back(s);
-
     // Split into clusters of extents that overlap by at least one byte.
     std::vector<Cluster> clusters;
     std::vector<uint32_t> cluster_of(ext.size());
@@ -134,20 +132,34 @@ Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt) {
       }
       cluster_of[i] = static_cast<uint32_t>(clusters.size() - 1);
     }
-    uint32_t first_out = static_cast<uint32_t>(plan.storages.size());
-    for (const Cluster& c : clusters) {
-      // Start on a boundary every view's dtype divides, so new element
-      // offsets are whole numbers (views of one untyped storage may differ).
-      uint64_t begin = c.begin - c.begin % c.alignment;
-      plan.storages.push_back({s, begin, c.end, false, ""});
+    // Each cluster a part, starting on a boundary every view's dtype
+    // divides, so new element offsets are whole numbers (views of one
+    // untyped storage may differ). Empty views have no extent; they point
+    // at offset 0 of the first part, or of a zero-byte part of their own.
+    std::vector<Part> parts;
+    for (const Cluster& c : clusters) parts.push_back({c.begin - c.begin % c.alignment, c.end});
+    if (parts.empty()) parts.push_back({0, 0});
+    std::vector<PartView> part_views;
+    for (size_t i = 0; i < ext.size(); ++i) {
+      const torch::Tensor& t = ckpt.tensors[ext[i].tensor];
+      const uint64_t itemsize = torch::Info(t.dtype).itemsize;
+      const uint64_t byte_offset = static_cast<uint64_t>(t.storage_offset) * itemsize;
+      part_views.push_back({ext[i].tensor, cluster_of[i],
+                            static_cast<int64_t>((byte_offset - parts[cluster_of[i]].begin) / itemsize)});
     }
-    for (size_t i = 0; i < ext.size(); ++i) tensor_output[ext[i].tensor] = first_out + cluster_of[i];
-    if (!empty_views[s].empty()) {
-      // Empty views have no extent; they point at offset 0 of the storage's
-      // first output storage, or at a zero-byte storage of their own.
-      if (clusters.empty()) plan.storages.push_back({s, 0, 0, false, ""});
-      for (uint32_t t : empty_views[s]) tensor_output[t] = first_out;
+    for (uint32_t t : empty_views[s]) part_views.push_back({t, 0, 0});
+
+    if (cost != nullptr && cost->Delta(s, parts, part_views) >= 0) {
+      uint32_t out = static_cast<uint32_t>(plan.storages.size());
+      plan.storages.push_back({s, 0, storage.nbytes, true, ""});
+      for (const PartView& v : part_views) tensor_output[v.tensor] = out;
+      plan.kept_whole.push_back({s, storage.nbytes - covered});
+      continue;
     }
+    plan.changed_storages.push_back(s);
+    const uint32_t first_out = static_cast<uint32_t>(plan.storages.size());
+    for (const Part& p : parts) plan.storages.push_back({s, p.begin, p.end, false, ""});
+    for (const PartView& v : part_views) tensor_output[v.tensor] = first_out + v.part;
   }
 
   // New offsets.

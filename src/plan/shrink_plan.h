@@ -12,6 +12,13 @@
 // one flat buffer get storages of their own. A storage whose views are all
 // empty becomes a zero-byte storage. A storage no tensor views (the pickle
 // holds the storage object itself) is kept whole.
+//
+// With a SplitCost (plain shrink), a storage is split into its clusters only
+// where that makes the output file smaller: when the records and pickle
+// bytes the parts add cost at least what the unreferenced bytes take, the
+// storage is kept whole and listed in kept_whole. Without one (conversions:
+// casts, selections, re-sharding), every storage with an unreferenced byte
+// is split.
 #ifndef ZEROFOLD_PLAN_SHRINK_PLAN_H_
 #define ZEROFOLD_PLAN_SHRINK_PLAN_H_
 
@@ -19,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/split_cost.h"
 #include "torch/checkpoint.h"
 #include "zerofold/result.h"
 
@@ -47,6 +55,13 @@ struct ShrinkPlan {
   uint64_t bytes_after = 0;             // sum of output storage nbytes
   // Input storages that were split or trimmed (indexes into Checkpoint::storages).
   std::vector<uint32_t> changed_storages;
+  // Input storages with unreferenced bytes kept whole because splitting
+  // them would not make the file smaller, and those bytes.
+  struct KeptWhole {
+    uint32_t input_storage = 0;
+    uint64_t unreferenced = 0;
+  };
+  std::vector<KeptWhole> kept_whole;
 };
 
 // Names output storages (in their final order): zip input keeps the input
@@ -56,9 +71,10 @@ struct ShrinkPlan {
 // 0, 1, ... zero-padded to equal width.
 void AssignKeys(const torch::Checkpoint& ckpt, std::vector<OutputStorage>& storages);
 
-// Plans the shrink of every tensor of `ckpt`. kCorrupt if a view's extent
-// cannot be computed (the reader already rejects views outside storage).
-Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt);
+// Plans the shrink of every tensor of `ckpt`; `cost` nullptr splits every
+// storage with unreferenced bytes. kCorrupt if a view's extent cannot be
+// computed (the reader already rejects views outside storage).
+Result<ShrinkPlan> PlanShrink(const torch::Checkpoint& ckpt, const SplitCost* cost = nullptr);
 
 }  // namespace zerofold::plan
 

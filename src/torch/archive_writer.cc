@@ -73,10 +73,12 @@ Status WriteTorchArchive(const ArchiveContents& c, const FillStorage& fill, cons
   return zip.Finish();
 }
 
-uint64_t TorchArchiveSize(const ArchiveContents& c) {
+uint64_t TorchArchiveSize(const ArchiveContents& c) { return TorchArchiveSize(c, c.data_pkl.size()); }
+
+uint64_t TorchArchiveSize(const ArchiveContents& c, uint64_t data_pkl_size) {
   const std::string prefix = Prefix(c.top_folder);
   std::vector<std::pair<std::string, uint64_t>> entries;
-  entries.emplace_back(prefix + "data.pkl", c.data_pkl.size());
+  entries.emplace_back(prefix + "data.pkl", data_pkl_size);
   for (size_t index : StorageWriteOrder(c.storages))
     entries.emplace_back(prefix + "data/" + c.storages[index].key, c.storages[index].nbytes);
   for (const ExtraRecord& e : c.extras) entries.emplace_back(prefix + e.name, e.bytes.size());

@@ -61,6 +61,8 @@ std::vector<size_t> StorageWriteOrder(std::span<const StorageRecord> storages);
 
 // The exact size of the archive WriteTorchArchive would write.
 uint64_t TorchArchiveSize(const ArchiveContents& contents);
+// The same for a data.pkl of data_pkl_size bytes (contents.data_pkl ignored).
+uint64_t TorchArchiveSize(const ArchiveContents& contents, uint64_t data_pkl_size);
 
 }  // namespace zerofold::torch
 

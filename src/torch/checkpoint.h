@@ -57,7 +57,13 @@ struct Storage {
   std::string location;     // "cpu", "cuda:0", ...
   std::string record;       // "archive/data/0", or "storage KEY" for legacy input
   uint64_t data_offset = 0; // absolute offset of the first byte in the file
-  uint64_t record_size = 0; // bytes available in the record (>= nbytes)
+  uint64_t record_size = 0; // bytes available in the record (>= nbytes), uncompressed
+  // How the record's bytes lie at data_offset: zip method 0 (stored; legacy
+  // records too) or 8 (deflated, compressed_size bytes whose inflated CRC-32
+  // is crc32). Read them through torch/storage_source.h.
+  uint16_t method = 0;
+  uint64_t compressed_size = 0;
+  uint32_t crc32 = 0;
   pickle::NodeId pid_node = pickle::kNoNode;  // the first persistent-id tuple naming it
 };
 
@@ -121,9 +127,12 @@ struct ReadOptions {
   pickle::DecodeLimits pickle;
   zip::ReadOptions zip;
   uint64_t max_pickle_bytes = 1ull << 32;  // data.pkl held in memory; --max-pickle-bytes
-  // Graph nodes visited while naming tensors (a node reached by k paths
-  // counts k times); more is kLimit. Raise with --max-graph-visits.
-  uint64_t max_graph_visits = 1ull << 26;
+  // Steps taken naming tensors: each graph node visited (a node reached by
+  // k paths counts k times) and each step of each tensor's path, which the
+  // tensor keeps; more is kLimit. Bounds the time and the memory naming
+  // takes, which shared subgraphs multiply (a 1 KB pickle can reach one
+  // tensor by 2^40 paths). Raise with --max-graph-visits.
+  uint64_t max_graph_visits = 1ull << 22;
   // Steps in one tensor's path; more is kLimit. Raise with --max-path-depth.
   uint32_t max_path_depth = 10000;
 };
@@ -142,6 +151,11 @@ struct Checkpoint {
   bool big_endian = false;       // zip "byteorder" record says big
   uint64_t pickle_offset = 0;    // absolute offset of data.pkl / the object pickle
   uint64_t pickle_size = 0;
+  // zip: records in the archive, and how many of them are deflated (method
+  // 8; read through inflate, written stored). The stream reader counts the
+  // records it has met.
+  uint64_t zip_records = 0;
+  uint64_t deflated_records = 0;
 };
 
 // Checks that every storage's record holds its declared bytes and every
@@ -154,7 +168,8 @@ Status CheckViews(const Checkpoint& ckpt);
 //   kUnsupported  TorchScript archives (constants.pkl, code/), the "PYTORCH1"
 //                 preview format, the oldest (tar) format, legacy storage
 //                 views (view metadata, torch < 0.4), what the zip reader
-//                 refuses (deflated or encrypted entries);
+//                 refuses (encrypted entries, methods other than stored and
+//                 deflated);
 //   kLimit        ReadOptions limits (pickle bytes, decoder limits, graph
 //                 visits, path depth), naming the flag that raises them;
 //   kCorrupt      a storage record shorter than its declared bytes, a pid

@@ -17,6 +17,7 @@
 #include "torch/zip_checkpoint.h"
 #include "zip/crc32.h"
 #include "zip/entry_name.h"
+#include "zip/format.h"
 #include "zip/stream_reader.h"
 
 namespace zerofold::torch {
@@ -110,6 +111,10 @@ class StreamCheckpointReader::Impl {
   Status ReadLegacyModel();
   Result<pickle::Decoded> DecodeNextPickle(std::string_view record);
   Status CheckTopFolder(const zip::StreamEntry& e);
+  void CountRecord(const zip::StreamEntry& e) {
+    ++ckpt.zip_records;
+    ckpt.deflated_records += e.method == zip::kMethodDeflated;
+  }
   std::string_view Relative(const zip::StreamEntry& e) const { return std::string_view(e.name).substr(top_.size() + 1); }
   Status ReadOther(const zip::StreamEntry& e);
   Status ReadDataPickle(const zip::StreamEntry& e);
@@ -315,6 +320,7 @@ Status StreamCheckpointReader::Impl::ReadZipModel() {
       return Status::Corrupt("the archive has no " + name).WithRecord(name).WithOffset(zip_->position());
     }
     any = true;
+    CountRecord(*e);
     ZF_TRY(CheckTopFolder(*e));
     std::string_view rel = Relative(*e);
     if (rel == kDataPickleRecord) {
@@ -364,6 +370,7 @@ Result<std::optional<uint32_t>> StreamCheckpointReader::Impl::NextZipStorage() {
       ZF_TRY(CheckAllLocated());
       return std::optional<uint32_t>();
     }
+    CountRecord(*e);
     ZF_TRY(CheckTopFolder(*e));
     std::string_view rel = Relative(*e);
     if (!rel.starts_with(kDataFolder)) {

@@ -561,11 +561,16 @@ Status Recognizer::Walk(NodeId root) {
   std::vector<bool> on_path(g_.size(), false);
   std::vector<Frame> stack;
   uint64_t visits = 0;
-  // Enters `node` with path_ already extended to it.
-  auto enter = [&](NodeId node) -> Status {
-    if (++visits > options_.max_graph_visits)
+  auto spend = [&](uint64_t steps) -> Status {
+    visits += steps;
+    if (visits > options_.max_graph_visits)
       return Status::Limit("naming tensors visits more than " + std::to_string(options_.max_graph_visits) +
                            " graph nodes (--max-graph-visits)");
+    return Status::OK();
+  };
+  // Enters `node` with path_ already extended to it.
+  auto enter = [&](NodeId node) -> Status {
+    ZF_TRY(spend(1));
     if (path_.size() > options_.max_path_depth)
       return Status::Limit("a tensor path is deeper than " + std::to_string(options_.max_path_depth) +
                            " steps (--max-path-depth)");
@@ -574,7 +579,12 @@ Status Recognizer::Walk(NodeId root) {
       s.WithRecord(JoinPath(path_));
       return s;
     }
-    if (auto v = views_.find(node); v != views_.end()) Emit(node, v->second);
+    if (auto v = views_.find(node); v != views_.end()) {
+      // The tensor keeps its path: each step of it counts as a visit, so
+      // paths multiplied by shared subgraphs cannot exhaust memory.
+      ZF_TRY(spend(path_.size()));
+      Emit(node, v->second);
+    }
     Frame f{node, {}, 0};
     Children(node, f.children);
     on_path[node] = true;

@@ -38,7 +38,7 @@ Result<std::optional<StoragePid>> ParseStoragePid(const pickle::Graph& graph, pi
 
 struct RecognizeOptions {
   Format format = Format::kTorchZip;
-  uint64_t max_graph_visits = 1ull << 26;  // see ReadOptions
+  uint64_t max_graph_visits = 1ull << 22;  // see ReadOptions
   uint32_t max_path_depth = 10000;
 };
 

@@ -81,6 +81,8 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
   Checkpoint ckpt;
   ckpt.format = Format::kTorchZip;
   ckpt.top_folder = ar.top_folder;
+  ckpt.zip_records = ar.entries.size();
+  for (const zip::Entry& e : ar.entries) ckpt.deflated_records += e.deflated();
   std::string pkl_name = ar.top_folder + "/" + std::string(kDataPickleRecord);
   const zip::Entry* pkl = ar.Find(kDataPickleRecord);
   if (!pkl) return Status::Corrupt("the archive has no " + pkl_name).WithRecord(pkl_name);
@@ -145,6 +147,9 @@ Result<Recognized> rec =
           .WithOffset(e->data_offset);
     s.data_offset = e->data_offset;
     s.record_size = e->size;
+    s.method = e->method;
+    s.compressed_size = e->compressed_size;
+    s.crc32 = e->crc32;
   }
   return ckpt;
 }

@@ -62,17 +62,39 @@ struct SliceMapping {
   bool operator==(const SliceMapping&) const = default;
 };
 
+// ZeRO-0: which wrapper's state_dict() the model states' `optimizer` holds,
+// told by its fp32 key (deepspeed/runtime/fp16/fused_optimizer.py,
+// unfused_optimizer.py, bf16_optimizer.py state_dict()).
+enum class Zero0Optimizer : uint8_t {
+  kNone,              // `optimizer` is None or absent
+  kFp16Fused,         // FP16_Optimizer: fp32_groups_flat, one flat tensor per group
+  kFp16Unfused,       // FP16_UnfusedOptimizer: fp32_groups, one tensor per param
+  kBf16,              // BF16_Optimizer: single_partition_of_fp32_groups (v0.18.5+ stage 0)
+  kTorch,             // none of those keys: the client optimizer's own state (fp32 training)
+};
+std::string_view Zero0OptimizerName(Zero0Optimizer kind);  // "FP16_Optimizer", ...
+
 // One *_model_states.pt.
 struct ModelStates {
   std::string file;  // the path, for messages
   std::vector<std::vector<NamedShape>> param_shapes;  // per param group (stage 3: sub-group)
+  bool param_shapes_recorded = true;  // false: `param_shapes` is None (ZeRO-0)
   std::vector<std::string> buffer_names;
   std::optional<std::vector<NamedShape>> frozen_param_shapes;
   std::optional<std::vector<NamedTensor>> frozen_param_fragments;
   std::optional<std::vector<SharedParam>> shared_params;
   std::vector<NamedTensor> module;   // the module state dict, in its order
   bool has_optimizer = false;        // `optimizer` is not None (ZeRO-0 keeps it here)
+  Zero0Optimizer optimizer_kind = Zero0Optimizer::kNone;
+  // The fp32 masters in `optimizer`, per param group: kFp16Fused and kBf16
+  // one flat tensor per group, kFp16Unfused one tensor per param.
+  std::vector<std::vector<TensorMeta>> optimizer_fp32_groups;
   std::optional<int64_t> dp_world_size;
+  // checkpoint_parallel_dimensions (v0.19.5+): {pp_degree, tp_degree}.
+  std::optional<int64_t> pp_degree;
+  std::optional<int64_t> tp_degree;
+  bool has_autoep_layers = false;    // ds_autoep_layers is not None (AutoEP, v0.19+)
+  std::optional<std::vector<int64_t>> num_experts;  // MoE checkpoints: experts per MoE layer
   std::string ds_version;
 
   bool operator==(const ModelStates&) const = default;
@@ -95,8 +117,23 @@ struct OptimStates {
   std::vector<TensorMeta> fp32_groups;   // this rank's fp32 partition, per group
   std::optional<std::vector<int64_t>> group_paddings;
   std::optional<std::vector<std::vector<SliceMapping>>> param_slice_mappings;  // per group
+  // NVMe offload (stage 3): per group, the index into
+  // ZeroCheckpoint::param_files of the swap file holding the partition
+  // (then fp32_groups[g] describes that file's flat float32 data), or -1.
+  std::vector<int64_t> offloaded_file;
 
   bool operator==(const OptimStates&) const = default;
+};
+
+// A universal checkpoint's zero/<name>/fp32.pt: the param's full fp32
+// value (TP = 1), `file` indexing ZeroCheckpoint::param_files.
+struct UniversalParam {
+  std::string name;
+  uint32_t file = 0;
+  TensorMeta tensor;        // `param` of the dict, or the file's root tensor
+  bool has_tp_keys = false; // cat_dim / vocab_tensor / sub_param_shape present
+
+  bool operator==(const UniversalParam&) const = default;
 };
 
 struct ZeroCheckpoint {
@@ -104,6 +141,14 @@ struct ZeroCheckpoint {
   // rank order.
   std::vector<ModelStates> model_states;
   std::vector<OptimStates> optim_states;  // in rank order
+  // ZeRO-0 fp16: each fp32 master linked to its param (zero/link.h), in
+  // group order; the tensors are in model_states[0].
+  std::vector<NamedTensor> zero0_masters;
+  // Universal checkpoints: one per zero/<name>/ folder, sorted by name.
+  bool universal = false;
+  int universal_stage = 0;  // 3 when the model states are per rank (zero_pp_rank_R), else 0
+  std::vector<std::string> param_files;  // paths, for messages
+  std::vector<UniversalParam> universal_params;
 
   bool operator==(const ZeroCheckpoint&) const = default;
 };

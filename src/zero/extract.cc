@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,15 @@ constexpr std::string_view kLocalSubPartitionsOfFp32Groups = "local_sub_partitio
 constexpr std::string_view kGroupPaddings = "group_paddings";
 constexpr std::string_view kParamSliceMappings = "param_slice_mappings";
 constexpr std::string_view kZeroStageEnum = "ZeroStageEnum";
+constexpr std::string_view kCheckpointParallelDims = "checkpoint_parallel_dimensions";  // v0.19.5
+constexpr std::string_view kPpDegree = "pp_degree";
+constexpr std::string_view kTpDegree = "tp_degree";
+constexpr std::string_view kAutoEpLayers = "ds_autoep_layers";  // v0.19
+constexpr std::string_view kNumExperts = "num_experts";
+// The fp32 masters of the ZeRO-0 wrappers' state_dict() (runtime/fp16/
+// fused_optimizer.py, unfused_optimizer.py, runtime/bf16_optimizer.py).
+constexpr std::string_view kFp32GroupsFlat = "fp32_groups_flat";
+constexpr std::string_view kFp32Groups = "fp32_groups";
 
 // ZeroStageEnum members (deepspeed/runtime/zero/config.py).
 std::optional<int64_t> ZeroStageMember(std::string_view name) {
@@ -80,6 +90,7 @@ class Reader {
   Result<std::span<const NodeId>> Dict(NodeId n, std::string_view where) const {
     std::optional<std::span<const NodeId>> items = DictItems(n);
     if (!items) return Error(where, "expected a dict, found " + KindName(n));
+    ZF_TRY(ReadOnce(n, where));
     return *items;
   }
 
@@ -112,6 +123,7 @@ class Reader {
     if (g_.kind(n) != Kind::kList && g_.kind(n) != Kind::kTuple) {
       return Error(where, "expected a list, found " + KindName(n));
     }
+    ZF_TRY(ReadOnce(n, where));
     return g_.Items(n);
   }
 
@@ -188,10 +200,22 @@ class Reader {
   const pickle::Graph& graph() const { return g_; }
 
  private:
+  // Each container is read at most once. DeepSpeed never shares one between
+  // keys; a pickle that does (a list of one dict 3000 times, each of 3000
+  // entries) would make the description grow with the product of sizes
+  // while the file grows with their sum.
+  Status ReadOnce(NodeId n, std::string_view where) const {
+    if (!read_.insert(n).second) {
+      return Error(where, KindName(n) + " that was read before, at another key (a shared container)");
+    }
+    return Status::OK();
+  }
+
   const torch::Checkpoint& ckpt_;
   const pickle::Graph& g_;
   std::string file_;
   std::unordered_map<NodeId, size_t> tensors_;  // node -> first Tensor reaching it
+  mutable std::unordered_set<NodeId> read_;     // containers read (ReadOnce)
 };
 
 Result<std::vector<NamedShape>> NamedShapes(const Reader& r, NodeId n, std::string_view where) {
@@ -248,7 +272,64 @@ Result<SliceMapping> FragmentAddress(const Reader& r, std::string name, NodeId n
   return SliceMapping{std::move(name), s, c};
 }
 
+// The model states' `optimizer` (ZeRO-0): which wrapper wrote it and its
+// fp32 masters, per group.
+Status Zero0Masters(const Reader& r, NodeId n, ModelStates* m) {
+  std::optional<std::span<const NodeId>> items = r.DictItems(n);
+  if (!items) {
+    m->optimizer_kind = Zero0Optimizer::kTorch;  // some other object: no masters we know
+    return Status::OK();
+  }
+  const std::string where(kOptimizer);
+  auto flat_groups = [&](std::string_view key, NodeId groups) -> Status {
+    std::string w = Sub(where, key);
+    ZF_ASSIGN_OR_RETURN(std::span<const NodeId> list, r.Seq(groups, w));
+    for (size_t g = 0; g < list.size(); ++g) {
+      ZF_ASSIGN_OR_RETURN(TensorMeta t, r.Tensor(list[g], Sub(w, std::to_string(g))));
+      m->optimizer_fp32_groups.push_back({std::move(t)});
+    }
+    return Status::OK();
+  };
+  if (NodeId g = r.Get(*items, kFp32GroupsFlat); g != kNoNode) {
+    m->optimizer_kind = Zero0Optimizer::kFp16Fused;
+    return flat_groups(kFp32GroupsFlat, g);
+  }
+  if (NodeId g = r.Get(*items, kSinglePartitionOfFp32Groups); g != kNoNode) {
+    m->optimizer_kind = Zero0Optimizer::kBf16;
+    return flat_groups(kSinglePartitionOfFp32Groups, g);
+  }
+  if (NodeId g = r.Get(*items, kFp32Groups); g != kNoNode) {
+    m->optimizer_kind = Zero0Optimizer::kFp16Unfused;
+    std::string w = Sub(where, kFp32Groups);
+    ZF_ASSIGN_OR_RETURN(std::span<const NodeId> groups, r.Seq(g, w));
+    for (size_t i = 0; i < groups.size(); ++i) {
+      std::string gw = Sub(w, std::to_string(i));
+      ZF_ASSIGN_OR_RETURN(std::span<const NodeId> params, r.Seq(groups[i], gw));
+      std::vector<TensorMeta> group;
+      for (size_t j = 0; j < params.size(); ++j) {
+        ZF_ASSIGN_OR_RETURN(TensorMeta t, r.Tensor(params[j], Sub(gw, std::to_string(j))));
+        group.push_back(std::move(t));
+      }
+      m->optimizer_fp32_groups.push_back(std::move(group));
+    }
+    return Status::OK();
+  }
+  m->optimizer_kind = Zero0Optimizer::kTorch;
+  return Status::OK();
+}
+
 }  // namespace
+
+std::string_view Zero0OptimizerName(Zero0Optimizer kind) {
+  switch (kind) {
+    case Zero0Optimizer::kNone: return "none";
+    case Zero0Optimizer::kFp16Fused: return "FP16_Optimizer";
+    case Zero0Optimizer::kFp16Unfused: return "FP16_UnfusedOptimizer";
+    case Zero0Optimizer::kBf16: return "BF16_Optimizer";
+    case Zero0Optimizer::kTorch: return "torch optimizer";
+  }
+  return "?";
+}
 
 Result<ModelStates> ExtractModelStates(const torch::Checkpoint& ckpt, std::string_view file) {
   Reader r(ckpt, file);
@@ -273,7 +354,9 @@ Result<ModelStates> ExtractModelStates(const torch::Checkpoint& ckpt, std::strin
   }
 
   ZF_ASSIGN_OR_RETURN(NodeId shapes, r.Require(root, kParamShapes, ""));
-  if (r.DictItems(shapes)) {  // one group, not in a list
+  if (r.IsNone(shapes)) {
+    m.param_shapes_recorded = false;  // ZeRO-0
+  } else if (r.DictItems(shapes)) {  // one group, not in a list
     ZF_ASSIGN_OR_RETURN(std::vector<NamedShape> group, NamedShapes(r, shapes, kParamShapes));
     m.param_shapes.push_back(std::move(group));
   } else {
@@ -295,9 +378,29 @@ Result<ModelStates> ExtractModelStates(const torch::Checkpoint& ckpt, std::strin
         m.shared_params,
         r.Named<SharedParam>(n, kSharedParams, [&r](NodeId v, std::string_view w) { return r.Str(v, w); }));
   }
-  m.has_optimizer = !r.IsNone(r.Get(root, kOptimizer));
+  if (NodeId n = r.Get(root, kOptimizer); !r.IsNone(n)) {
+    m.has_optimizer = true;
+    ZF_TRY(Zero0Masters(r, n, &m));
+  }
   if (NodeId n = r.Get(root, kDpWorldSize); !r.IsNone(n)) {
     ZF_ASSIGN_OR_RETURN(m.dp_world_size, r.Int(n, kDpWorldSize));
+  }
+  if (NodeId n = r.Get(root, kCheckpointParallelDims); !r.IsNone(n)) {
+    ZF_ASSIGN_OR_RETURN(std::span<const NodeId> dims, r.Dict(n, kCheckpointParallelDims));
+    if (NodeId v = r.Get(dims, kPpDegree); !r.IsNone(v)) {
+      ZF_ASSIGN_OR_RETURN(m.pp_degree, r.Int(v, Sub(kCheckpointParallelDims, kPpDegree)));
+    }
+    if (NodeId v = r.Get(dims, kTpDegree); !r.IsNone(v)) {
+      ZF_ASSIGN_OR_RETURN(m.tp_degree, r.Int(v, Sub(kCheckpointParallelDims, kTpDegree)));
+    }
+  }
+  m.has_autoep_layers = !r.IsNone(r.Get(root, kAutoEpLayers));
+  if (NodeId n = r.Get(root, kNumExperts); !r.IsNone(n)) {
+    if (r.graph().kind(n) == Kind::kInt) {
+      m.num_experts = std::vector<int64_t>{r.graph().AsInt(n)};
+    } else {
+      ZF_ASSIGN_OR_RETURN(m.num_experts, r.Ints(n, kNumExperts));
+    }
   }
   if (NodeId n = r.Get(root, kDsVersion); !r.IsNone(n)) {
     ZF_ASSIGN_OR_RETURN(m.ds_version, r.Str(n, kDsVersion));
@@ -370,6 +473,30 @@ Result<OptimStates> ExtractOptimStates(const torch::Checkpoint& ckpt, std::strin
     o.param_slice_mappings = std::move(mappings);
   }
   return o;
+}
+
+}  // namespace zerofold::zero
+
+namespace zerofold::zero {
+
+Result<UniversalParam> ExtractUniversalParam(const torch::Checkpoint& ckpt, std::string_view file, std::string name,
+                                             uint32_t index) {
+  Reader r(ckpt, file);
+  UniversalParam u;
+  u.name = std::move(name);
+  u.file = index;
+  if (r.IsTensor(ckpt.root)) {
+    ZF_ASSIGN_OR_RETURN(u.tensor, r.Tensor(ckpt.root, ""));
+    return u;
+  }
+  std::optional<std::span<const NodeId>> items = r.DictItems(ckpt.root);
+  if (!items) return r.Error("", "expected a tensor or a dict with 'param', found " + r.KindName(ckpt.root));
+  ZF_ASSIGN_OR_RETURN(NodeId param, r.Require(*items, "param", ""));
+  ZF_ASSIGN_OR_RETURN(u.tensor, r.Tensor(param, "param"));
+  for (std::string_view key : {"cat_dim", "vocab_tensor", "sub_param_shape"}) {
+    if (r.Get(*items, key) != kNoNode) u.has_tp_keys = true;
+  }
+  return u;
 }
 
 }  // namespace zerofold::zero

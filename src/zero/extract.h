@@ -29,6 +29,13 @@ Result<ModelStates> ExtractModelStates(const torch::Checkpoint& ckpt, std::strin
 // ZeRO-1 layout (local_sub_partitions_of_fp32_groups).
 Result<OptimStates> ExtractOptimStates(const torch::Checkpoint& ckpt, std::string_view file, uint32_t rank);
 
+// Describes a universal checkpoint's zero/<name>/fp32.pt (ds_to_universal.py):
+// a dict whose `param` is the tensor (ZeRO-1/2; `cat_dim`, `vocab_tensor`,
+// `sub_param_shape` describe TP slicing), or the tensor itself (ZeRO-3).
+// kCorrupt when it is neither.
+Result<UniversalParam> ExtractUniversalParam(const torch::Checkpoint& ckpt, std::string_view file, std::string name,
+                                             uint32_t index);
+
 }  // namespace zerofold::zero
 
 #endif  // ZEROFOLD_ZERO_EXTRACT_H_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -86,6 +87,7 @@ struct Part {
   uint32_t file = 0;
   const TensorMeta* tensor = nullptr;
   uint64_t len = 0;
+  std::optional<SourceKind> source;  // unset: the sequence's own
 };
 
 // Parts laid end to end, cut into slices. Take() calls must come with
@@ -109,7 +111,7 @@ class EndToEnd {
       const Part& p = parts_[index_];
       uint64_t within = begin - start_;
       uint64_t n = std::min(count, p.len - within);
-      out->push_back(SourceSlice{source_, p.file, p.tensor->storage,
+      out->push_back(SourceSlice{p.source.value_or(source_), p.file, p.tensor->storage,
                                  static_cast<uint64_t>(p.tensor->storage_offset) + within, n, p.tensor->dtype});
       begin += n;
       count -= n;
@@ -179,6 +181,10 @@ class Planner {
   Status CrossCheckMappings(size_t group, const std::vector<NamedShape>& shapes,
                             const std::vector<std::vector<SourceSlice>>& placed);
   Status PlanStage3Params();
+  Status PlanStage0Params();
+  Status PlanUniversalParams();
+  Status CheckParallelism() const;
+  Status DeriveParamShapes();
   Status PlanBuffers();
   Status PlanTies();
   Status PlanFrozen();
@@ -189,6 +195,10 @@ class Planner {
   Status AddFromModule(const std::string& name, TensorKind kind);
   bool Known(const std::string& name) const { return output_index_.count(name) || tie_index_.count(name); }
   const ModelStates& ms() const { return ckpt_.model_states[0]; }
+  // The recorded param_shapes, or those derived from param_slice_mappings.
+  const std::vector<std::vector<NamedShape>>& shapes() const {
+    return ms().param_shapes_recorded ? ms().param_shapes : derived_shapes_;
+  }
 
   const ZeroCheckpoint& ckpt_;
   const PlanOptions& options_;
@@ -202,18 +212,33 @@ class Planner {
   std::vector<Tie> ties_;
   std::unordered_map<std::string, size_t> tie_index_;
   std::vector<std::string> leftovers_;                      // module names after params and buffers
+  std::vector<std::vector<NamedShape>> derived_shapes_;
   MergePlan plan_;
 };
 
 Status Planner::CheckRanks() {
   const std::vector<OptimStates>& optim = ckpt_.optim_states;
+  if (ckpt_.universal) {
+    if (ckpt_.model_states.empty()) return Status::NotFound("no model states file in the universal checkpoint");
+    stage_ = ckpt_.model_states.size() > 1 || ckpt_.universal_stage == 3 ? 3 : ms().frozen_param_shapes ? 2 : 1;
+    world_size_ = static_cast<uint32_t>(std::max<int64_t>(1, ms().dp_world_size.value_or(1)));
+    return Status::OK();
+  }
   if (optim.empty()) {
-    if (!ckpt_.model_states.empty() && ckpt_.model_states[0].has_optimizer) {
-      Status s = Status::Unsupported(
-          "ZeRO-0 checkpoint: no *_optim_states.pt files, the optimizer is inside the model states");
-      return s.WithPath(ckpt_.model_states[0].file);
+    if (ckpt_.model_states.empty() || !ms().has_optimizer) {
+      return Status::NotFound("no *_optim_states.pt files: not a ZeRO checkpoint");
     }
-    return Status::NotFound("no *_optim_states.pt files: not a ZeRO checkpoint");
+    Zero0Optimizer kind = ms().optimizer_kind;
+    if (kind == Zero0Optimizer::kBf16) {
+      Status s = Status::Unsupported(
+          "ZeRO-0 BF16_Optimizer state in the model states but no bf16_zero_pp_rank_R optim-states files: each "
+          "rank's fp32 partition is in those");
+      return s.WithPath(ms().file);
+    }
+    stage_ = 0;
+    int64_t ws = ms().dp_world_size.value_or(1);
+    world_size_ = ws >= 1 && std::in_range<uint32_t>(ws) ? static_cast<uint32_t>(ws) : 1;
+    return Status::OK();
   }
   if (!std::in_range<uint32_t>(optim.size())) return Status::Limit("too many optim-states files");
   world_size_ = static_cast<uint32_t>(optim.size());
@@ -289,7 +314,8 @@ Status Planner::CheckRanks() {
 
 Status Planner::CheckModelStates() {
   const std::vector<ModelStates>& models = ckpt_.model_states;
-  size_t want = stage_ == 3 ? world_size_ : 1;
+  size_t want = stage_ == 3 && !ckpt_.universal ? world_size_ : 1;
+  if (ckpt_.universal && stage_ == 3) want = models.size();
   if (models.size() < want) {
     if (stage_ != 3) return Status::NotFound("no mp_rank_00_model_states.pt");
     return Status::NotFound("a stage 3 checkpoint has one model-states file per rank: found " +
@@ -306,7 +332,7 @@ Status Planner::CheckModelStates() {
                        std::to_string(models.size()) + " for " + std::to_string(world_size_) + " ranks",
                    models[want].file);
   }
-  if (ms().dp_world_size && *ms().dp_world_size != world_size_) {
+  if (stage_ != 0 && !ckpt_.universal && ms().dp_world_size && *ms().dp_world_size != world_size_) {
     return Corrupt("dp_world_size is " + std::to_string(*ms().dp_world_size) + " but there are " +
                        std::to_string(world_size_) + " optim-states files",
                    ms().file);
@@ -353,7 +379,7 @@ Status Planner::AddParam(const NamedShape& p, std::vector<SourceSlice> slices, D
 
 Status Planner::PlanStage12Params() {
   const std::vector<OptimStates>& optim = ckpt_.optim_states;
-  size_t groups = ms().param_shapes.size();
+  size_t groups = shapes().size();
   for (const OptimStates& o : optim) {
     if (o.fp32_groups.size() != groups || (o.partition_count_is_list && o.partition_count.size() != groups)) {
       return Corrupt("rank " + std::to_string(o.rank) + " has " + std::to_string(o.fp32_groups.size()) +
@@ -366,7 +392,7 @@ Status Planner::PlanStage12Params() {
   auto round_up = [align](uint64_t x) { return (x / align + (x % align != 0)) * align; };  // x < 2^63 here
 
   for (size_t g = 0; g < groups; ++g) {
-    const std::vector<NamedShape>& shapes = ms().param_shapes[g];
+    const std::vector<NamedShape>& shapes = this->shapes()[g];
     std::vector<Part> parts;
     std::vector<uint64_t> lens;
     uint64_t total = 0;
@@ -376,7 +402,7 @@ Status Planner::PlanStage12Params() {
       if (!sum || *sum > (uint64_t{1} << 62)) return Corrupt("fp32 partitions too large", o.file);
       total = *sum;
       lens.push_back(n);
-      parts.push_back(Part{o.rank, &o.fp32_groups[g], n});
+      parts.push_back(Part{o.rank, &o.fp32_groups[g], n, std::nullopt});
     }
     std::vector<uint64_t> numels;
     uint64_t need = 0;
@@ -436,9 +462,9 @@ Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& 
   for (const OptimStates& o : ckpt_.optim_states) {
     if (!o.param_slice_mappings) continue;
     const std::vector<std::vector<SliceMapping>>& mappings = *o.param_slice_mappings;
-    if (mappings.size() != ms().param_shapes.size()) {
+    if (mappings.size() != this->shapes().size()) {
       return Corrupt("param_slice_mappings has " + std::to_string(mappings.size()) + " groups, param_shapes " +
-                         std::to_string(ms().param_shapes.size()),
+                         std::to_string(this->shapes().size()),
                      o.file);
     }
     // Placement of each param on this rank: (start in partition, count).
@@ -484,7 +510,7 @@ Status Planner::CrossCheckMappings(size_t group, const std::vector<NamedShape>& 
 Status Planner::PlanStage3Params() {
   const std::vector<OptimStates>& optim = ckpt_.optim_states;
   std::vector<const NamedShape*> params;
-  for (const std::vector<NamedShape>& group : ms().param_shapes) {
+  for (const std::vector<NamedShape>& group : shapes()) {
     for (const NamedShape& p : group) params.push_back(&p);
   }
   std::vector<uint64_t> numels;
@@ -505,7 +531,11 @@ Status Planner::PlanStage3Params() {
       std::optional<uint64_t> sum = io::CheckedAdd(total, n);
       if (!sum) return Corrupt("fp32 partitions too large", o.file);
       total = *sum;
-      parts.push_back(Part{o.rank, &o.fp32_groups[g], n});
+      if (g < o.offloaded_file.size() && o.offloaded_file[g] >= 0) {
+        parts.push_back(Part{static_cast<uint32_t>(o.offloaded_file[g]), &o.fp32_groups[g], n, SourceKind::kParamFile});
+      } else {
+        parts.push_back(Part{o.rank, &o.fp32_groups[g], n, std::nullopt});
+      }
     }
     if (total != per_rank) {
       return Corrupt("rank " + std::to_string(o.rank) + "'s fp32_flat_groups hold " + std::to_string(total) +
@@ -530,6 +560,148 @@ Status Planner::PlanStage3Params() {
     offset += piece;
     ZF_TRY(AddParam(*params[i], std::move(slices), optim[0].fp32_groups.empty() ? DType::kFloat32
                                                                                  : optim[0].fp32_groups[0].dtype));
+  }
+  return Status::OK();
+}
+
+// Tensor, pipeline and expert parallelism, by what the model states record
+// (file names tell older checkpoints: zero/files.h).
+Status Planner::CheckParallelism() const {
+  const ModelStates& m = ms();
+  auto refuse = [&m](std::string why) { return Status::Unsupported(std::move(why)).WithPath(m.file); };
+  if (m.tp_degree && *m.tp_degree > 1) {
+    return refuse("tensor-parallel checkpoint: checkpoint_parallel_dimensions records tp_degree " +
+                  std::to_string(*m.tp_degree) + " (only 1 is supported)");
+  }
+  if (m.pp_degree && *m.pp_degree > 1) {
+    return refuse("pipeline-parallel checkpoint: checkpoint_parallel_dimensions records pp_degree " +
+                  std::to_string(*m.pp_degree) + " (only 1 is supported)");
+  }
+  if (m.has_autoep_layers) return refuse("expert-parallel (AutoEP) checkpoint: ds_autoep_layers is recorded");
+  if (m.num_experts) {
+    for (int64_t n : *m.num_experts) {
+      if (n > 1) return refuse("MoE checkpoint: num_experts records " + torch::ShapeText(*m.num_experts));
+    }
+  }
+  return Status::OK();
+}
+
+// param_shapes None beside optim-states files (v0.18.5+ stage-0 bf16, which
+// saves BF16_Optimizer's files but no param_shapes): each group's params in
+// the order of the ranks' param_slice_mappings (rank, then start), shaped
+// as `module` holds them.
+Status Planner::DeriveParamShapes() {
+  if (ms().param_shapes_recorded) return Status::OK();
+  const std::vector<OptimStates>& optim = ckpt_.optim_states;
+  size_t groups = optim[0].fp32_groups.size();
+  derived_shapes_.assign(groups, {});
+  for (size_t g = 0; g < groups; ++g) {
+    std::unordered_set<std::string> seen;
+    for (const OptimStates& o : optim) {
+      if (!o.param_slice_mappings || o.param_slice_mappings->size() != groups) {
+        Status s = Status::Unsupported("param_shapes is None and param_slice_mappings " +
+                                       std::string(o.param_slice_mappings ? "has another group count" : "is absent") +
+                                       ": the order of the fp32 partitions' params is not recorded");
+        return s.WithPath(o.file);
+      }
+      std::vector<const SliceMapping*> here;
+      for (const SliceMapping& sm : (*o.param_slice_mappings)[g]) {
+        if (sm.numel > 0) here.push_back(&sm);
+      }
+      std::sort(here.begin(), here.end(), [](const SliceMapping* a, const SliceMapping* b) { return a->start < b->start; });
+      for (const SliceMapping* sm : here) {
+        if (!seen.insert(sm->name).second) continue;
+        auto it = module_index_.find(sm->name);
+        if (it == module_index_.end()) {
+          return Corrupt("param_slice_mappings names " + sm->name + ", which module lacks", o.file, sm->name);
+        }
+        derived_shapes_[g].push_back(NamedShape{sm->name, ms().module[it->second].tensor.shape});
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// ZeRO-0: FP16 masters as linked to their params; fp32 training (a torch
+// optimizer's own state) keeps the weights in `module`, every param once.
+Status Planner::PlanStage0Params() {
+  if (ms().optimizer_kind == Zero0Optimizer::kTorch) {
+    std::unordered_set<std::string_view> buffers(ms().buffer_names.begin(), ms().buffer_names.end());
+    std::set<std::tuple<std::string, int64_t, std::vector<int64_t>, std::vector<int64_t>>> views;
+    for (const NamedTensor& t : ms().module) {
+      if (buffers.count(t.name)) continue;
+      if (!views.emplace(t.tensor.storage, t.tensor.storage_offset, t.tensor.shape, t.tensor.stride).second) continue;
+      ZF_TRY(AddFromModule(t.name, TensorKind::kParam));
+    }
+    return Status::OK();
+  }
+  size_t groups_with_masters = 0;
+  for (const std::vector<TensorMeta>& g : ms().optimizer_fp32_groups) groups_with_masters += !g.empty();
+  if (ckpt_.zero0_masters.empty() && groups_with_masters) {
+    Status s = Status::Unsupported(std::string(Zero0OptimizerName(ms().optimizer_kind)) +
+                                   " fp32 masters are not linked to params (zero/link.h)");
+    return s.WithPath(ms().file);
+  }
+  for (const NamedTensor& m : ckpt_.zero0_masters) {
+    auto it = module_index_.find(m.name);
+    if (it == module_index_.end()) return Corrupt("fp32 master of " + m.name + ", which module lacks", ms().file, m.name);
+    const TensorMeta& param = ms().module[it->second].tensor;
+    if (param.shape != m.tensor.shape) {
+      return Corrupt("fp32 master of " + m.name + " has shape " + torch::ShapeText(m.tensor.shape) + ", the param " +
+                         torch::ShapeText(param.shape),
+                     ms().file, m.name);
+    }
+    ZF_ASSIGN_OR_RETURN(uint64_t n, Numel(m.tensor.shape, "param " + m.name, ms().file, m.name));
+    ZF_TRY(CheckSource(m.tensor, n, "fp32 master of " + m.name, ms().file, m.name, Code::kCorrupt));
+    std::vector<SourceSlice> slices;
+    if (n) {
+      slices.push_back(SourceSlice{SourceKind::kModelStates, 0, m.tensor.storage,
+                                   static_cast<uint64_t>(m.tensor.storage_offset), n, m.tensor.dtype});
+    }
+    ZF_TRY(AddParam(NamedShape{m.name, m.tensor.shape}, std::move(slices), m.tensor.dtype));
+  }
+  return Status::OK();
+}
+
+// Universal: each recorded param from its zero/<name>/fp32.pt, the full
+// tensor (TP = 1) flat or shaped, reshaped to the recorded shape.
+Status Planner::PlanUniversalParams() {
+  std::unordered_map<std::string_view, const UniversalParam*> by_name;
+  for (const UniversalParam& u : ckpt_.universal_params) by_name.emplace(u.name, &u);
+  std::unordered_set<std::string_view> used;
+  for (const std::vector<NamedShape>& group : ms().param_shapes) {
+    for (const NamedShape& p : group) {
+      auto it = by_name.find(p.name);
+      if (it == by_name.end()) {
+        Status s = Status::NotFound("universal checkpoint lacks zero/" + p.name + "/fp32.pt for param " + p.name +
+                                    " " + torch::ShapeText(p.shape));
+        return s.WithPath(ms().file).WithRecord(p.name);
+      }
+      const UniversalParam& u = *it->second;
+      used.insert(u.name);
+      const std::string& file = ckpt_.param_files[u.file];
+      ZF_ASSIGN_OR_RETURN(uint64_t n, Numel(p.shape, "param " + p.name, ms().file, p.name));
+      ZF_ASSIGN_OR_RETURN(uint64_t have, Numel(u.tensor.shape, "fp32 of " + p.name, file, p.name));
+      if (have != n) {
+        return Corrupt("fp32 of " + p.name + " has shape " + torch::ShapeText(u.tensor.shape) + " (" +
+                           std::to_string(have) + " elements), the recorded shape " + torch::ShapeText(p.shape) +
+                           " needs " + std::to_string(n) + " (a TP slice?)",
+                       file, p.name);
+      }
+      if (!IsFloating(u.tensor.dtype)) return Corrupt("fp32 of " + p.name + " is not floating point", file, p.name);
+      ZF_TRY(CheckSource(u.tensor, n, "fp32 of " + p.name, file, p.name, Code::kCorrupt));
+      std::vector<SourceSlice> slices;
+      if (n) {
+        slices.push_back(SourceSlice{SourceKind::kParamFile, u.file, u.tensor.storage,
+                                     static_cast<uint64_t>(u.tensor.storage_offset), n, u.tensor.dtype});
+      }
+      ZF_TRY(AddParam(p, std::move(slices), u.tensor.dtype));
+    }
+  }
+  for (const UniversalParam& u : ckpt_.universal_params) {
+    if (!used.count(u.name)) {
+      return Corrupt("zero/" + u.name + "/fp32.pt names no param the model states record", ckpt_.param_files[u.file]);
+    }
   }
   return Status::OK();
 }
@@ -651,7 +823,7 @@ Status Planner::PlanFrozen() {
           ZF_TRY(CheckSource(frag, len, "fragment of frozen param " + f.name, m.file, f.name, Code::kCorrupt));
           total = io::CheckedAdd(total, len).value_or(UINT64_MAX);
           dtype = frag.dtype;
-          parts.push_back(Part{r, &frag, len});
+          parts.push_back(Part{r, &frag, len, std::nullopt});
         }
         if (total < n) {
           return Corrupt("frozen param " + f.name + " " + torch::ShapeText(f.shape) + " needs " + std::to_string(n) +
@@ -769,10 +941,18 @@ Result<MergePlan> Planner::Run() {
   if (options_.float_dtype && !IsFloating(*options_.float_dtype)) {
     return Status::InvalidArgument("the output dtype must be floating point");
   }
+  if (!ckpt_.model_states.empty()) ZF_TRY(CheckParallelism());
   ZF_TRY(CheckRanks());
   ZF_TRY(CheckModelStates());
   ZF_TRY(IndexModule());
-  ZF_TRY(stage_ == 3 ? PlanStage3Params() : PlanStage12Params());
+  if (ckpt_.universal) {
+    ZF_TRY(PlanUniversalParams());
+  } else if (stage_ == 0) {
+    ZF_TRY(PlanStage0Params());
+  } else {
+    ZF_TRY(DeriveParamShapes());
+    ZF_TRY(stage_ == 3 ? PlanStage3Params() : PlanStage12Params());
+  }
   ZF_TRY(PlanBuffers());
   ZF_TRY(PlanTies());  // before frozen params: a tied name is not a frozen one
   ZF_TRY(PlanFrozen());
@@ -780,6 +960,7 @@ Result<MergePlan> Planner::Run() {
   plan_.world_size = world_size_;
   plan_.zero_stage = stage_;
   plan_.bf16_optimizer = bf16_optimizer_;
+  plan_.universal = ckpt_.universal;
   Order();
   return std::move(plan_);
 }

@@ -24,6 +24,7 @@ namespace zerofold::zero {
 enum class SourceKind : uint8_t {
   kOptimStates,  // `file` indexes ZeroCheckpoint::optim_states (the rank)
   kModelStates,  // `file` indexes ZeroCheckpoint::model_states
+  kParamFile,    // `file` indexes ZeroCheckpoint::param_files (universal zero/<name>/fp32.pt)
 };
 
 struct SourceSlice {
@@ -58,7 +59,8 @@ struct Tie {
 
 struct MergePlan {
   uint32_t world_size = 0;
-  int zero_stage = 0;           // 1, 2 or 3 (BF16_Optimizer: 1)
+  int zero_stage = 0;           // 0-3 (BF16_Optimizer: 1; universal: the stage it came from)
+  bool universal = false;       // from a universal checkpoint's zero/<name>/fp32.pt
   bool bf16_optimizer = false;  // stage-1/2 files without a zero_stage key
   // Every output tensor but the ties, in `module` order; a trainable param
   // missing from `module` comes after, in param_shapes order.
@@ -74,9 +76,17 @@ struct PlanOptions {
   bool exclude_frozen = false;
 };
 
-// Plans the merge of `ckpt`. World size = the number of optim-states files.
+// Plans the merge of `ckpt`. World size = the number of optim-states files
+// (ZeRO-0: dp_world_size). ZeRO-0 (no optim-states files): fp16 params from
+// ckpt.zero0_masters (zero/link.h), fp32 training's params from `module`.
+// Universal (ckpt.universal): params from ckpt.universal_params, the rest
+// as for the stage it came from. param_shapes None with optim-states files
+// (v0.18.5+ stage-0 bf16) takes the param order from param_slice_mappings
+// and the shapes from `module`.
 // Errors (path = the file concerned, record = the tensor name, if any):
-//   kUnsupported: ZeRO-0; param groups partitioned over different world sizes
+//   kUnsupported: tensor, pipeline or expert parallelism recorded
+//     (checkpoint_parallel_dimensions, ds_autoep_layers, num_experts);
+//     ZeRO-0 fp16 masters not linked; param groups partitioned over different world sizes
 //     (MoE); a stage-3 checkpoint without frozen fragments whose `module`
 //     still names frozen params (unless exclude_frozen); a non-contiguous
 //     frozen param or buffer in `module`.

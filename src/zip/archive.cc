@@ -12,6 +12,7 @@
 #include "zip/describe.h"
 #include "zip/end_records.h"
 #include "zip/entry_name.h"
+#include "zip/entry_source.h"
 #include "zip/format.h"
 #include "zip/local_header.h"
 
@@ -57,6 +58,11 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, ui
   ZF_ASSIGN_OR_RETURN(LocalHeader h, DecodeLocalHeader(std::span(buf).first(kLocalFileHeaderSize),
                                                        c.header_offset));
   ZF_TRY(CheckLocalFlagsAndMethod(h));
+  if (h.method != c.method) {
+    return Status::Corrupt("local header gives compression method " + DescribeMethod(h.method) +
+                           ", the central directory " + DescribeMethod(c.method))
+        .WithOffset(c.header_offset + kLocalMethodOffset);
+  }
   if (h.total_size() > room) {
     return Status::Corrupt("local header with a " + std::to_string(h.name_length) + "-byte name and " +
                            std::to_string(h.extra_length) +
@@ -78,8 +84,10 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, ui
   e.data_offset = c.header_offset + h.total_size();
   e.size = c.size;
   e.crc32 = c.crc32;
-  if (!io::RangeInside(e.data_offset, e.size, cd_offset)) {
-    return Status::Corrupt("entry data (" + std::to_string(e.size) + " bytes at " +
+  e.method = c.method;
+  e.compressed_size = c.compressed_size;
+  if (!io::RangeInside(e.data_offset, e.compressed_size, cd_offset)) {
+    return Status::Corrupt("entry data (" + std::to_string(e.compressed_size) + " bytes at " +
                            std::to_string(e.data_offset) +
                            ") runs past the start of the central directory at " +
                            std::to_string(cd_offset))
@@ -113,7 +121,7 @@ Status CheckNoOverlaps(const std::vector<Entry>& entries) {
   for (size_t k = 1; k < order.size(); ++k) {
     const Entry& prev = entries[order[k - 1]];
     const Entry& next = entries[order[k]];
-    const uint64_t prev_end = prev.data_offset + prev.size;  // checked inside the file
+    const uint64_t prev_end = prev.data_offset + prev.compressed_size;  // checked inside the file
     if (next.header_offset < prev_end) {
       return Status::Corrupt("entry overlaps entry " + Quote(prev.name) + ", which spans [" +
                              std::to_string(prev.header_offset) + ", " + std::to_string(prev_end) + ")")
@@ -185,6 +193,8 @@ Result<Archive> ReadArchiveBytes(std::span<const std::byte> bytes, const ReadOpt
   return ReadArchive(SpanSource(bytes), options);
 }
 
+bool Entry::deflated() const { return method == kMethodDeflated; }
+
 const Entry* Archive::FindFullName(std::string_view name) const {
   if (by_name.size() == entries.size()) {
     auto it = std::lower_bound(by_name.begin(), by_name.end(), name,
@@ -216,7 +226,9 @@ Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& e
         .WithRecord(entry.name);
   }
   std::vector<std::byte> data(static_cast<size_t>(entry.size));
-  Status read = ReadExactAt(src, entry.data_offset, data);
+  std::unique_ptr<EntrySource> bytes = OpenEntry(src, entry);
+  Status read = ReadExactAt(*bytes, 0, data);
+  if (read.ok()) read = bytes->Finish();
   if (!read.ok()) return read.WithRecord(entry.name);
   const uint32_t crc = Crc32(0, data);
   if (crc != entry.crc32) {

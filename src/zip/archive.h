@@ -4,8 +4,9 @@
 // The reader trusts only the central directory: torch's local headers carry
 // flags 0x0808 with zero CRC and sizes, a data descriptor follows each
 // non-empty record, and data is 64-byte aligned behind an "FB" extra field;
-// the reader relies on none of that. Only stored (method 0), unencrypted
-// entries are accepted. Every entry must lie inside the file, entries must
+// the reader relies on none of that. Stored (method 0) and deflated
+// (method 8, as Python's zipfile and other writers may rewrite a torch
+// archive) unencrypted entries are accepted; zip/entry_source.h reads either. Every entry must lie inside the file, entries must
 // not overlap each other or the central directory, names must not repeat,
 // escape ("../", absolute, backslashes), hold control characters or be
 // empty (zip/entry_name.h). For a pipe, see zip/stream_reader.h.
@@ -28,9 +29,13 @@ namespace zerofold::zip {
 struct Entry {
   std::string name;          // full name as stored, e.g. "archive/data/0"
   uint64_t header_offset = 0;  // of the local file header
-  uint64_t data_offset = 0;    // first byte of the stored data
-  uint64_t size = 0;           // stored size == uncompressed size
+  uint64_t data_offset = 0;    // first byte of the data as stored (compressed when deflated)
+  uint64_t size = 0;           // uncompressed size
   uint32_t crc32 = 0;          // from the central directory
+  uint16_t method = 0;         // kMethodStored or kMethodDeflated (zip/format.h)
+  uint64_t compressed_size = 0;  // bytes at data_offset; == size when stored
+
+  bool deflated() const;
 };
 
 struct ReadOptions {
@@ -67,9 +72,10 @@ Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options 
 // Offsets in the result index `bytes`.
 Result<Archive> ReadArchiveBytes(std::span<const std::byte> bytes, const ReadOptions& options = {});
 
-// Reads an entry whole into memory and checks its CRC-32 against the central
-// directory. kLimit when entry.size > max_bytes; kCorrupt (record = the
-// entry's name, offset = its data offset) on a CRC mismatch.
+// Reads an entry whole into memory (inflating a deflated one) and checks
+// its CRC-32 against the central directory. kLimit when entry.size >
+// max_bytes; kCorrupt (record = the entry's name, offset = its data offset)
+// on a CRC mismatch, and as zip/inflate.h for a bad deflate stream.
 // REQUIRES: entry belongs to an archive read from src.
 Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
                                          uint64_t max_bytes);

@@ -52,9 +52,9 @@ Status FillEntry(const CentralHeader& h, std::span<const std::byte> extra, uint6
     return Status::Unsupported("encrypted entry (general purpose flags " + Hex(h.flags, 4) + ")")
         .WithOffset(e->offset + kCentralFlagsOffset);
   }
-  if (h.method != kMethodStored) {
+  if (h.method != kMethodStored && h.method != kMethodDeflated) {
     return Status::Unsupported("compression method " + DescribeMethod(h.method) +
-                               "; only stored entries (method 0) are read")
+                               "; only stored (method 0) and deflated (method 8) entries are read")
         .WithOffset(e->offset + kCentralMethodOffset);
   }
   ZF_ASSIGN_OR_RETURN(ExtraField ef, ParseExtraField(extra, extra_offset));
@@ -92,15 +92,23 @@ Status FillEntry(const CentralHeader& h, std::span<const std::byte> extra, uint6
     return Status::Unsupported("multi-disk archive: entry starts on disk " + std::to_string(disk_start))
         .WithOffset(e->offset + kCentralDiskStartOffset);
   }
-  if (compressed != uncompressed) {
+  if (h.method == kMethodStored && compressed != uncompressed) {
     return Status::Corrupt("stored entry has compressed size " + std::to_string(compressed) +
                            " but uncompressed size " + std::to_string(uncompressed))
+        .WithOffset(e->offset + kCentralCompressedSizeOffset);
+  }
+  // Checked before any byte is inflated: a declared size no stream of this
+  // length can reach is a lie (zip/format.h kMaxDeflateRatio).
+  if (h.method == kMethodDeflated && uncompressed / kMaxDeflateRatio > compressed) {
+    return Status::Corrupt("deflated entry declares " + std::to_string(uncompressed) + " bytes from " +
+                           std::to_string(compressed) + " compressed bytes, more than deflate can encode")
         .WithOffset(e->offset + kCentralCompressedSizeOffset);
   }
   e->flags = h.flags;
   e->method = h.method;
   e->crc32 = h.crc32;
   e->size = uncompressed;
+  e->compressed_size = compressed;
   e->header_offset = header_offset;
   return Status::OK();
 }

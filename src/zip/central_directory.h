@@ -18,17 +18,20 @@ struct CentralEntry {
   uint16_t flags = 0;
   uint16_t method = 0;
   uint32_t crc32 = 0;
-  uint64_t size = 0;           // compressed == uncompressed (stored)
+  uint64_t size = 0;           // uncompressed
+  uint64_t compressed_size = 0;  // == size when stored
   uint64_t header_offset = 0;  // of the local header
 };
 
 // Parses exactly `count` entries from `bytes`, the whole central directory,
 // which starts at absolute offset `offset`. Each entry's 0xFFFFFFFF fields
 // are replaced by its zip64 extra field's values.
-// kUnsupported (record = entry name): a method other than stored, an
-// encrypted entry, an entry starting on another disk.
+// kUnsupported (record = entry name): a method other than stored and
+// deflated, an encrypted entry, an entry starting on another disk.
 // kCorrupt: a bad signature, a truncated entry, a missing or short zip64
-// field, compressed and uncompressed sizes that differ, a name that
+// field, a stored entry whose compressed and uncompressed sizes differ, a
+// deflated entry of more than 1032 bytes per compressed byte (more than
+// deflate can encode), a name that
 // CheckEntryName refuses, or bytes left after `count` entries.
 // REQUIRES: the caller has capped `count` and bytes.size() (ReadOptions).
 Result<std::vector<CentralEntry>> ParseCentralDirectory(std::span<const std::byte> bytes,

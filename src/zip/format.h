@@ -116,6 +116,10 @@ constexpr uint16_t kFlagMaskedHeaders = 1u << 13;  // central directory encrypti
 // Compression methods, APPNOTE 4.4.5.
 constexpr uint16_t kMethodStored = 0;
 constexpr uint16_t kMethodDeflated = 8;
+// The most bytes deflate (RFC 1951) can produce per compressed byte: a
+// length-258 match coded in 1 + 1 bits (a dynamic block's shortest codes)
+// takes a quarter byte, so 4 x 258 = 1032 (zlib's technical notes agree).
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // Extra fields, APPNOTE 4.5.1: a 2-byte id and a 2-byte data size, then data.
 constexpr size_t kExtraFieldHeaderSize = 2 + 2;

@@ -39,9 +39,9 @@ Status CheckLocalFlagsAndMethod(const LocalHeader& h) {
     return Status::Unsupported("encrypted entry (local header flags " + Hex(h.flags, 4) + ")")
         .WithOffset(h.offset + kLocalFlagsOffset);
   }
-  if (h.method != kMethodStored) {
+  if (h.method != kMethodStored && h.method != kMethodDeflated) {
     return Status::Unsupported("compression method " + DescribeMethod(h.method) +
-                               " in the local header; only stored entries (method 0) are read")
+                               " in the local header; only stored (method 0) and deflated (method 8) entries are read")
         .WithOffset(h.offset + kLocalMethodOffset);
   }
   return Status::OK();

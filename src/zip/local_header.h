@@ -31,8 +31,8 @@ struct LocalHeader {
 // REQUIRES: fixed.size() == kLocalFileHeaderSize.
 Result<LocalHeader> DecodeLocalHeader(std::span<const std::byte> fixed, uint64_t offset);
 
-// kUnsupported for encrypted entries and methods other than stored; the
-// offset is the field's.
+// kUnsupported for encrypted entries and methods other than stored and
+// deflated; the offset is the field's.
 Status CheckLocalFlagsAndMethod(const LocalHeader& h);
 
 }  // namespace zerofold::zip

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,16 @@ Descriptor DecodeDescriptor(const std::byte* p, bool zip64) {
 size_t DescriptorSize(bool zip64) { return zip64 ? kZip64DataDescriptorSize : kDataDescriptorSize; }
 
 }  // namespace
+
+// The compressed bytes of the current entry, from the reader's buffer.
+class StreamReader::Feed final : public InflateInput {
+ public:
+  explicit Feed(StreamReader* reader) : reader_(reader) {}
+  Result<std::span<const std::byte>> Next() override { return reader_->NextCompressed(); }
+
+ private:
+  StreamReader* reader_;
+};
 
 StreamReader::StreamReader(StreamSource* src, const ReadOptions& options)
     : src_(src), options_(options) {}
@@ -197,9 +208,12 @@ Status StreamReader::ReadLocalHeader() {
   entry_.header_offset = at;
   entry_.data_offset = at + total;
   entry_.flags = h.flags;
+  entry_.method = h.method;
   state_ = State::kInEntry;  // errors from here name the entry
   done_ = 0;
   crc_ = 0;
+  feed_.reset();
+  inflater_.reset();
 
   ZF_TRY(CheckEntryName(entry_.name).WithOffset(at + kLocalFileHeaderSize).WithRecord(entry_.name));
   ZF_TRY(CheckLocalFlagsAndMethod(h).WithRecord(entry_.name));
@@ -236,7 +250,7 @@ Status StreamReader::ReadLocalHeader() {
     if (!v.ok()) return std::move(v).status().WithRecord(entry_.name);
     compressed = *v;
   }
-  if (compressed != uncompressed) {
+  if (h.method == kMethodStored && compressed != uncompressed) {
     return Corrupt("stored entry's local header has compressed size " + std::to_string(compressed) +
                        " but uncompressed size " + std::to_string(uncompressed),
                    at + kLocalCompressedSizeOffset);
@@ -244,6 +258,7 @@ Status StreamReader::ReadLocalHeader() {
   // Without a descriptor the header states size and CRC-32. With one, torch
   // and most streaming writers leave them zero; some writers fill them in,
   // and the descriptor must then agree.
+  stated_compressed_ = compressed;
   if (!entry_.has_descriptor) {
     entry_.size_known = true;
     entry_.size = uncompressed;
@@ -280,6 +295,7 @@ Result<size_t> StreamReader::ReadImpl(std::span<std::byte> dst) {
   const uint64_t remaining = entry_.size - done_;
   const size_t want = static_cast<size_t>(std::min<uint64_t>(dst.size(), remaining));
   if (want == 0) return size_t{0};
+  if (entry_.method == kMethodDeflated) return ReadInflated(dst.first(want));
   if (end_ == begin_ && want >= kChunk) {
     // Large reads bypass the buffer.
     ZF_ASSIGN_OR_RETURN(size_t got, src_->Read(dst.first(want)));
@@ -307,6 +323,20 @@ Result<size_t> StreamReader::ReadImpl(std::span<std::byte> dst) {
 Result<std::vector<std::byte>> StreamReader::ReadAllImpl(uint64_t max_bytes) {
   if (state_ != State::kInEntry) return Status::InvalidArgument("ReadAll without a current entry");
   std::vector<std::byte> out;
+  if (entry_.method == kMethodDeflated && !entry_.size_known) {
+    // The stream's end delimits the data; max_bytes bounds it.
+    if (done_ != 0) return Status::Internal("data consumed from an entry of unknown size");
+    StartInflate(InflateBound{max_bytes, false});
+    while (true) {
+      const size_t filled = out.size();
+      out.resize(filled + kChunk);
+      ZF_ASSIGN_OR_RETURN(size_t got, ReadInflated(std::span(out).subspan(filled)));
+      out.resize(filled + got);
+      if (got == 0) break;
+    }
+    ZF_TRY(FinishEntryImpl());
+    return out;
+  }
   if (!entry_.size_known) {
     if (done_ != 0) return Status::Internal("data consumed from an entry of unknown size");
     ZF_TRY(ScanForDescriptor(&out, max_bytes));
@@ -385,7 +415,7 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
       Consume(desc, /*data=*/false, nullptr);
       entry_.size_known = true;
       entry_.size = done_;
-      seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, crc_});
+      seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, entry_.size, crc_});
       state_ = State::kBetween;
       return Status::OK();
     }
@@ -393,7 +423,7 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
   }
 }
 
-Status StreamReader::CheckDescriptor() {
+Status StreamReader::CheckDescriptor(uint64_t compressed_size) {
   if (!entry_.has_descriptor) {
     if (crc_ != entry_.crc32) {
       return Corrupt("CRC-32 of the data is " + Hex(crc_, 8) + ", the local header says " +
@@ -417,10 +447,10 @@ Status StreamReader::CheckDescriptor() {
   const uint32_t crc = d.crc32;
   const uint64_t compressed = d.compressed_size;
   const uint64_t uncompressed = d.uncompressed_size;
-  if (compressed != entry_.size || uncompressed != entry_.size) {
+  if (compressed != compressed_size || uncompressed != entry_.size) {
     return Corrupt("data descriptor states sizes " + std::to_string(compressed) + " and " +
-                       std::to_string(uncompressed) + ", but the entry has " + std::to_string(entry_.size) +
-                       " bytes",
+                       std::to_string(uncompressed) + ", but the entry has " + std::to_string(compressed_size) +
+                       " and " + std::to_string(entry_.size) + " bytes",
                    at);
   }
   if (crc != crc_) {
@@ -433,6 +463,7 @@ Status StreamReader::CheckDescriptor() {
 
 Status StreamReader::FinishEntryImpl() {
   if (state_ != State::kInEntry) return Status::OK();
+  if (entry_.method == kMethodDeflated) return FinishInflated();
   if (!entry_.size_known) return ScanForDescriptor(nullptr, 0);
   while (done_ < entry_.size) {
     ZF_ASSIGN_OR_RETURN(size_t avail, Fill(1));
@@ -443,8 +474,71 @@ Status StreamReader::FinishEntryImpl() {
     }
     Consume(static_cast<size_t>(std::min<uint64_t>(avail, entry_.size - done_)), /*data=*/true, nullptr);
   }
-  ZF_TRY(CheckDescriptor());
-  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, crc_});
+  ZF_TRY(CheckDescriptor(entry_.size));
+  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, entry_.size, crc_});
+  state_ = State::kBetween;
+  return Status::OK();
+}
+
+Result<std::span<const std::byte>> StreamReader::NextCompressed() {
+  ZF_ASSIGN_OR_RETURN(size_t avail, Fill(1));
+  std::span<const std::byte> bytes(buf_.data() + begin_, avail);
+  begin_ = end_;
+  return bytes;
+}
+
+void StreamReader::StartInflate(InflateBound bound) {
+  feed_ = std::make_unique<Feed>(this);
+  inflater_ = std::make_unique<Inflater>(feed_.get(), entry_.data_offset, bound);
+}
+
+// Inflates into dst; the declared (or stated) size bounds the output
+// exactly, else ReadAll's limit does.
+Result<size_t> StreamReader::ReadInflated(std::span<std::byte> dst) {
+  if (!inflater_) StartInflate(InflateBound{entry_.size, true});
+  Result<size_t> got = inflater_->Read(dst);
+  if (!got.ok()) return Status(got.status()).WithRecord(entry_.name);
+  crc_ = Crc32(crc_, dst.first(*got));
+  done_ += *got;
+  return got;
+}
+
+// Inflates the rest of the entry, gives back the bytes the inflater took
+// past the stream's end, and checks the sizes and CRC-32.
+Status StreamReader::FinishInflated() {
+  // Skipped unread: no bound but the stream's own end; the bytes go nowhere.
+  if (!inflater_ && !entry_.size_known) StartInflate(InflateBound{std::numeric_limits<uint64_t>::max(), false});
+  std::vector<std::byte> scratch(kChunk);
+  while (true) {
+    ZF_ASSIGN_OR_RETURN(size_t got, ReadInflated(scratch));
+    if (got == 0) break;
+  }
+  const std::vector<std::byte> leftover = inflater_->Leftover();
+  const uint64_t compressed = inflater_->input_bytes();
+  inflater_.reset();
+  feed_.reset();
+  // The bytes after the stream (the data descriptor, the next header) are
+  // read on from the buffer.
+  if (begin_ >= leftover.size()) {
+    begin_ -= leftover.size();
+    if (!leftover.empty()) std::memcpy(buf_.data() + begin_, leftover.data(), leftover.size());
+  } else {
+    std::vector<std::byte> rest(leftover);
+    rest.insert(rest.end(), buf_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                buf_.begin() + static_cast<std::ptrdiff_t>(end_));
+    if (buf_.size() < rest.size()) buf_.resize(rest.size());
+    std::memcpy(buf_.data(), rest.data(), rest.size());
+    begin_ = 0;
+    end_ = rest.size();
+  }
+  entry_.size_known = true;
+  entry_.size = done_;
+  if (!entry_.has_descriptor && compressed != stated_compressed_)
+    return Corrupt("the deflate stream spans " + std::to_string(compressed) + " bytes, the local header states " +
+                       std::to_string(stated_compressed_),
+                   entry_.data_offset + compressed);
+  ZF_TRY(CheckDescriptor(compressed));
+  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, compressed, crc_});
   state_ = State::kBetween;
   return Status::OK();
 }
@@ -502,8 +596,10 @@ Status StreamReader::FinishImpl() {
     } else if (c.header_offset != s.header_offset) {
       what = "places the entry at " + std::to_string(c.header_offset) + ", the stream at " +
              std::to_string(s.header_offset);
-    } else if (c.size != s.size) {
-      what = "gives " + std::to_string(c.size) + " bytes, the stream had " + std::to_string(s.size);
+    } else if (c.size != s.size || c.compressed_size != s.compressed_size) {
+      what = "gives " + std::to_string(c.compressed_size) + " and " + std::to_string(c.size) +
+             " bytes (compressed and not), the stream had " + std::to_string(s.compressed_size) + " and " +
+             std::to_string(s.size);
     } else if (c.crc32 != s.crc32) {
       what = "gives CRC-32 " + Hex(c.crc32, 8) + ", the stream's data has " + Hex(s.crc32, 8);
     }

@@ -8,6 +8,10 @@
 // ReadAll find the end by scanning for a data descriptor whose CRC-32 and
 // sizes match the bytes before it (for small self-delimiting records such
 // as data.pkl; the descriptor must carry its signature, as torch's do).
+// Deflated entries (method 8) are inflated as they are read (zip/inflate.h:
+// a 32 KiB window and a buffer); the deflate stream's own end tells where
+// their data ends, so ReadAll and skipping need no declared size, and a
+// declared (or stated) size bounds the inflated output exactly.
 // Either way the descriptor and the CRC-32 are checked before the entry is
 // done.
 //
@@ -29,6 +33,7 @@
 #define ZEROFOLD_ZIP_STREAM_READER_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -37,6 +42,7 @@
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 #include "zip/archive.h"
+#include "zip/inflate.h"
 
 namespace zerofold::zip {
 
@@ -46,10 +52,11 @@ struct StreamEntry {
   uint64_t data_offset = 0;    // first byte of the data
   uint16_t flags = 0;
   bool has_descriptor = false;  // flag 0x08: CRC-32 and sizes follow the data
+  uint16_t method = 0;          // kMethodStored or kMethodDeflated
   // The size is known: stated by the local header, declared by the caller,
   // or found by ReadAll.
   bool size_known = false;
-  uint64_t size = 0;    // valid when size_known
+  uint64_t size = 0;    // valid when size_known; uncompressed
   uint32_t crc32 = 0;   // the local header's; 0 when has_descriptor
 };
 
@@ -69,7 +76,8 @@ class StreamReader {
   // reached; later calls return nullptr again.
   // kCorrupt: a bad signature or header, a name CheckEntryName refuses, a
   // repeated name, a stream that ends before the central directory.
-  // kUnsupported: an encrypted or compressed entry. kLimit: more entries
+  // kUnsupported: an encrypted entry, or one compressed by a method other
+  // than deflate. kLimit: more entries
   // than ReadOptions::max_entries.
   Result<const StreamEntry*> Next();
 
@@ -78,9 +86,10 @@ class StreamReader {
   // kCorrupt if the header states a different size.
   Status DeclareSize(uint64_t size);
 
-  // Reads up to dst.size() bytes of the current entry's data; 0 at its
-  // end. The bytes are unverified until FinishEntry returns OK.
-  // kInvalidArgument when the size is not known (DeclareSize or ReadAll).
+  // Reads up to dst.size() bytes of the current entry's data (inflated when
+  // deflated); 0 at its end. The bytes are unverified until FinishEntry
+  // returns OK. kInvalidArgument when the size is not known (DeclareSize or
+  // ReadAll); kCorrupt as zip/inflate.h for a bad deflate stream.
   Result<size_t> Read(std::span<std::byte> dst);
 
   // Reads the rest of the current entry and finishes it (FinishEntry):
@@ -124,13 +133,20 @@ class StreamReader {
   void Consume(size_t n, bool data, std::vector<std::byte>* keep);
   Status ReadLocalHeader();
   Status ScanForDescriptor(std::vector<std::byte>* keep, uint64_t max_keep);
-  Status CheckDescriptor();
+  Status CheckDescriptor(uint64_t compressed_size);
   Status Corrupt(std::string message, uint64_t offset) const;
+  // Deflated entries: the inflater over the buffered stream.
+  class Feed;
+  Result<std::span<const std::byte>> NextCompressed();
+  void StartInflate(InflateBound bound);
+  Result<size_t> ReadInflated(std::span<std::byte> dst);
+  Status FinishInflated();
 
   struct Seen {
     std::string name;
     uint64_t header_offset;
     uint64_t size;
+    uint64_t compressed_size;
     uint32_t crc32;
   };
 
@@ -140,8 +156,11 @@ class StreamReader {
   State state_ = State::kBetween;
   StreamEntry entry_;
   bool zip64_local_ = false;  // the local header has a zip64 block
-  uint64_t done_ = 0;         // data bytes of the current entry consumed
+  uint64_t done_ = 0;         // data bytes of the current entry consumed (inflated)
   uint32_t crc_ = 0;          // CRC-32 of those bytes
+  uint64_t stated_compressed_ = 0;  // the local header's compressed size (no descriptor)
+  std::unique_ptr<InflateInput> feed_;
+  std::unique_ptr<Inflater> inflater_;
   std::vector<Seen> seen_;
   std::unordered_set<std::string> names_;
   // Bytes read from src_ but not consumed: buf_[begin_, end_).

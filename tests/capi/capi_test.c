@@ -279,10 +279,19 @@ static void test_shrink_file(void) {
   CHECK_CODE(zf_shrink(views, out, NULL, &r, error_init(&b, sizeof b.message)), ZF_OK);
   CHECK(same_bytes(out, want));
   CHECK_EQ_U64(r.input_bytes, 1823);
-  CHECK_EQ_U64(r.output_bytes, 1689);
-  CHECK_EQ_U64(file_size(out), 1689);
+  CHECK_EQ_U64(r.output_bytes, 1439);
+  CHECK_EQ_U64(file_size(out), 1439);
   CHECK_EQ_U64(r.output_files, 1);
   CHECK_EQ_U64(r.tensors, 6);
+  CHECK_EQ_U64(r.unchanged_files, 0);
+
+  /* A legacy file with nothing to reclaim is written unchanged. */
+  PATH(legacy, "%s/torch/legacy_state_dict.pt", fixtures);
+  PATH(legacy_out, "%s/legacy_copy.pt", tmp);
+  CHECK_CODE(zf_shrink(legacy, legacy_out, NULL, &r, NULL), ZF_OK);
+  CHECK(same_bytes(legacy, legacy_out));
+  CHECK_EQ_U64(r.unchanged_files, 1);
+  CHECK_EQ_U64(r.output_bytes, 1778);
   CHECK_EQ_U64(r.verified_tensors, 0);
   /* Success clears the error. */
   CHECK_CODE(b.e.code, ZF_OK);
@@ -316,7 +325,7 @@ static void test_shrink_file(void) {
   zf_shrink_options_set_dry_run(o, 1);
   CHECK_CODE(zf_shrink(views, dry, o, &r, NULL), ZF_OK);
   CHECK(!exists(dry));
-  CHECK_EQ_U64(r.output_bytes, 1689);
+  CHECK_EQ_U64(r.output_bytes, 1439);
   CHECK_EQ_U64(r.input_bytes, 1823);
 
   /* verify with dry_run is refused, as the CLI refuses it. */
@@ -505,9 +514,9 @@ static void test_errors(void) {
   PATH(legacy_cut, "%s/legacy_cut.pt", tmp);
   sh(fmt("head -c 300 '%s/torch/legacy_state_dict.pt' >'%s'", fixtures, legacy_cut));
   check_bad_input(legacy_cut, ZF_E_CORRUPT, "object pickle", 299, "truncated: BININT1 needs 1 bytes, 0 left", 1);
-  PATH(deflated, "%s/bad/deflated.pt", fixtures);
-  check_bad_input(deflated, ZF_E_UNSUPPORTED, "deflated/data.pkl", 1389,
-                  "compression method 8 (deflate); only stored entries (method 0) are read", 1);
+  PATH(torchscript, "%s/bad/torchscript.pt", fixtures);
+  check_bad_input(torchscript, ZF_E_UNSUPPORTED, "torchscript/code/__torch__/zerofold_fixture_tiny.py", 713,
+                  "a TorchScript archive (torch.jit.save), not a torch.save checkpoint", 1);
   PATH(unsafe, "%s/bad/unsafe_eval.pt", fixtures);
   check_bad_input(unsafe, ZF_E_UNSAFE, "", ZF_NO_OFFSET,
                   "pickle references globals that would run code when torch.load reads it: builtins.eval "
@@ -695,7 +704,8 @@ static void test_inspect(void) {
       {"f", "dcp/v2x_hf_titan_ws2/ckpt", ZF_OK},
       {"f", "dcp/bad/unsafe_eval", ZF_E_UNSAFE},
       {"t", "st_capi", ZF_OK}, /* safetensors shards written above */
-      {"f", "bad/deflated.pt", ZF_E_UNSUPPORTED},
+      {"f", "bad/deflated.pt", ZF_OK}, /* inflated */
+      {"f", "bad/torchscript.pt", ZF_E_UNSUPPORTED},
       {"t", "no_such.pt", ZF_E_NOT_FOUND},
       {"t", "legacy_cut.pt", ZF_E_CORRUPT},
   };

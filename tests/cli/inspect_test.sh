@@ -42,7 +42,7 @@ expect "truncated" 1 "zerofold: cut.pt: @ 0: corrupt: no end of central director
 "
 [ ! -s "$OUT" ] || fail "truncated: stdout not empty: $(cat "$OUT")"
 run_z inspect "$F/bad/torchscript.pt"
-expect "torchscript" 1 "zerofold: $F/bad/torchscript.pt: torchscript/code/__torch__/zerofold_fixture_tiny.py @ 2654: unsupported: a TorchScript archive (torch.jit.save), not a torch.save checkpoint
+expect "torchscript" 1 "zerofold: $F/bad/torchscript.pt: torchscript/code/__torch__/zerofold_fixture_tiny.py @ 713: unsupported: a TorchScript archive (torch.jit.save), not a torch.save checkpoint
 "
 
 # --- several paths: each listed or reported; the worst exit code --------------------------

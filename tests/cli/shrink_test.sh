@@ -101,9 +101,12 @@ head -c 2000 "$F/torch/state_dict.pt" >"$T/cut.pt"
 run_z shrink "$T/cut.pt" out.pt
 expect "truncated" 1 "zerofold: $T/cut.pt: @ 0: corrupt: no end of central directory record in the last 2000 bytes: not a zip archive, or truncated
 "
+# Deflated records are inflated; the output is stored, as torch writes it.
 run_z shrink "$F/bad/deflated.pt" out.pt
-expect "deflated" 1 "zerofold: $F/bad/deflated.pt: deflated/data.pkl @ 1389: unsupported: compression method 8 (deflate); only stored entries (method 0) are read
-"
+expect "deflated" 0 ""
+"$Z" inspect --json out.pt | grep -q '"deflated_records":0}' || fail "deflated: output not stored"
+"$Z" inspect --json "$F/bad/deflated.pt" | grep -q '"deflated_records":11}' || fail "deflated: input not counted"
+rm -f out.pt
 run_z shrink "$F/bad/unsafe_eval.pt" out.pt
 expect "unsafe" 1 "zerofold: $F/bad/unsafe_eval.pt: unsafe: pickle references globals that would run code when torch.load reads it: builtins.eval (--keep-unsafe carries them through unexecuted)
 "
@@ -230,9 +233,11 @@ rm -rf "$T/ip"
 # --- --dry-run writes nothing and prints the plan ----------------------------------------
 run_z shrink --dry-run "$views" out.pt
 expect "--dry-run" 0 ""
-want="$views -> out.pt: 1.8 KB -> 1.7 KB (6 tensors, 2 -> 4 storages) [dry run]
-  storage 0: 256 bytes -> 120 + 60 + 32
-  storage 1: 400 bytes -> 40"
+# Storage 0's 44 unreferenced bytes cost less than the two records splitting
+# it would add: kept whole, and said so.
+want="$views -> out.pt: 1.8 KB -> 1.4 KB (6 tensors, 2 -> 2 storages) [dry run]
+  storage 1: 400 bytes -> 40
+  storage 0: kept whole: 44 B unreferenced, less than splitting costs"
 [ "$(cat "$OUT")" = "$want" ] || fail "--dry-run stdout:
 $(cat "$OUT")
 --- want:
@@ -257,12 +262,45 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 f, = d["files"]
 assert d["dry_run"] is False
-assert f["input_bytes"] == 1823 and f["output_bytes"] == 1689, f
-assert f["stored_bytes_before"] == 656 and f["stored_bytes_after"] == 252, f
-assert f["changed_storages"] == ["0: 256 bytes -> 120 + 60 + 32", "1: 400 bytes -> 40"], f
+assert f["input_bytes"] == 1823 and f["output_bytes"] == 1439, f
+assert f["stored_bytes_before"] == 656 and f["stored_bytes_after"] == 296, f
+assert f["changed_storages"] == ["1: 400 bytes -> 40"], f
+assert f["kept_whole"] == ["0: kept whole: 44 B unreferenced, less than splitting costs"], f
+assert f["copied_unchanged"] is False, f
 assert f["verified_tensors"] == 6 and f["verified_bytes"] == 264, f
 ' "$OUT" || fail "--json --verify: $(cat "$OUT")"
-[ "$(size out.pt)" = 1689 ] || fail "--json: output_bytes is not the file size"
+[ "$(size out.pt)" = 1439 ] || fail "--json: output_bytes is not the file size"
+
+# --- never larger: an input the rewrite would not make smaller is copied unchanged -------
+# A legacy file with nothing to reclaim: its zip form would be larger.
+legacy="$F/torch/legacy_state_dict.pt"
+rm -f out.pt
+run_z shrink "$legacy" out.pt
+expect "already compact" 0 ""
+[ "$(cat "$OUT")" = "$legacy -> out.pt: 1.8 KB -> 1.8 KB (9 tensors, 9 -> 9 storages)
+  already compact: copied unchanged" ] || fail "already compact stdout: $(cat "$OUT")"
+cmp -s "$legacy" out.pt || fail "already compact: bytes differ from the input"
+run_z shrink --json "$legacy" out2.pt
+"$PY" -c '
+import json, sys
+f, = json.load(open(sys.argv[1]))["files"]
+assert f["copied_unchanged"] is True and f["output_bytes"] == f["input_bytes"] == 1778, f
+assert f["changed_storages"] == [] and f["storages_after"] == f["storages_before"], f
+' "$OUT" || fail "already compact --json: $(cat "$OUT")"
+rm -f out.pt out2.pt
+# In place, it is left untouched: the same inode, the same bytes.
+mkdir -p "$T/compact" && cp "$legacy" "$T/compact/l.pt"
+ino=$(inode "$T/compact/l.pt")
+run_z shrink --in-place "$T/compact/l.pt"
+expect "already compact in place" 0 ""
+[ "$(cat "$OUT")" = "$T/compact/l.pt -> $T/compact/l.pt: 1.8 KB -> 1.8 KB (9 tensors, 9 -> 9 storages)
+  already compact: left untouched" ] || fail "already compact in place stdout: $(cat "$OUT")"
+[ "$(inode "$T/compact/l.pt")" = "$ino" ] || fail "already compact in place: replaced"
+cmp -s "$legacy" "$T/compact/l.pt" || fail "already compact in place: bytes changed"
+# The stream form passes it through.
+"$Z" shrink - - < "$legacy" > "$T/compact/s.pt" 2>/dev/null || fail "already compact stream: exit $?"
+cmp -s "$legacy" "$T/compact/s.pt" || fail "already compact stream: bytes differ"
+rm -rf "$T/compact"
 run_z shrink --force --verify "$views" out.pt
 expect "--verify" 0 ""
 [ "$(tail -n 1 "$OUT")" = "verified 6 tensors, 264 bytes" ] || fail "--verify: $(tail -n 1 "$OUT")"

@@ -4,7 +4,7 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures")
-NOT_CHECKPOINTS = (".json", ".md", ".log", ".py", "/latest")
+NOT_CHECKPOINTS = (".json", ".md", ".log", ".py", ".sh", "/latest", "/latest_universal", ".swp")
 # Folders of checkpoint fixtures; the others (pickle/, zip/, ...) hold unit-test inputs.
 CHECKPOINT_FOLDERS = ("torch", "hf", "deepspeed", "bad")
 

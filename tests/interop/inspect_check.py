@@ -44,7 +44,6 @@ import torch_oracle as oracle  # noqa: E402
 
 # Files torch loads or refuses, but zerofold must refuse, with this error code.
 REFUSE = {
-    "bad/deflated.pt": "unsupported",
     "bad/torchscript.pt": "unsupported",
 }
 # Files zerofold reads but must flag: the unsafe globals it must list (any, if empty).
@@ -305,9 +304,9 @@ def self_test():
                 print(f"{rel}: corruption not caught: {what}")
         checked += 1
     cases = [
-        ("bad/deflated.pt", {"path": "x", "error": {"code": "unsupported"}}, 1, True),
-        ("bad/deflated.pt", {"path": "x", "error": {"code": "corrupt"}}, 1, False),
-        ("bad/deflated.pt", {"path": "x", "tensors": []}, 0, False),
+        ("bad/torchscript.pt", {"path": "x", "error": {"code": "unsupported"}}, 1, True),
+        ("bad/torchscript.pt", {"path": "x", "error": {"code": "corrupt"}}, 1, False),
+        ("bad/torchscript.pt", {"path": "x", "tensors": []}, 0, False),
         ("bad/unsafe_os_system.pt", {"unsafe_globals": ["posix.system"]}, 0, True),
         ("bad/unsafe_eval.pt", {"unsafe_globals": ["__builtin__.eval"]}, 0, True),
         ("bad/unsafe_os_system.pt", {"unsafe_globals": []}, 0, False),

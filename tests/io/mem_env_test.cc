@@ -128,7 +128,7 @@ TEST_CASE("MemEnv atomic files: a visible temp, renamed on commit, removed other
     std::unique_ptr<AtomicFileSink> sink = env.NewAtomicFile("out/t.bin").value();
     REQUIRE(sink->Append(B("new bytes")).ok());
     CHECK_EQ(sink->position(), 9u);
-    CHECK_EQ(env.Files(), std::vector<std::string>{"out/.t.bin.zf-tmp-1", "out/t.bin"});
+    CHECK_EQ(env.Files(), std::vector<std::string>{"out/.t.bin.zerofold-tmp.00000000-00000000-1-1.000000000001", "out/t.bin"});
     CHECK_EQ(env.GetFile("out/t.bin").value(), B("old"));
   }  // destroyed uncommitted
   CHECK_EQ(env.Files(), std::vector<std::string>{"out/t.bin"});

@@ -4,7 +4,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include "io/temp_name.h"
 
 namespace zerofold {
 namespace {
@@ -44,6 +49,57 @@ TEST_CASE("PosixEnv GetFileId: the same file through ./, an absolute path, a sym
   CHECK_EQ(SameFile(env, file, file + "/x").status().code(), Code::kIO);
 
   for (const char* f : {"in.pt", "other.pt", "sym.pt", "hard.pt", "dangling.pt"}) unlink((dir + "/" + f).c_str());
+  rmdir(dir.c_str());
+}
+
+// The first 8 hex digits of an id file, as the env reads them (0 if absent).
+uint32_t IdPrefix(const char* path) {
+  std::ifstream f(path);
+  std::string text;
+  if (!(f >> text) || text.size() < 8) return 0;
+  return static_cast<uint32_t>(std::stoul(text.substr(0, 8), nullptr, 16));
+}
+
+// Field 22 of /proc/1/stat: init's start time.
+uint64_t InitStart() {
+  std::ifstream f("/proc/1/stat");
+  std::string line;
+  std::getline(f, line);
+  std::string rest = line.substr(line.rfind(')') + 2);
+  std::vector<std::string> fields;
+  for (size_t at = 0; at <= rest.size();) {
+    size_t sp = std::min(rest.find(' ', at), rest.size());
+    fields.push_back(rest.substr(at, sp - at));
+    at = sp + 1;
+  }
+  return std::stoull(fields.at(22 - 3));
+}
+
+TEST_CASE("PosixEnv: a new temp file's folder is swept of temp files whose writers are gone, and only those") {
+  char name[] = "/tmp/zf_posix_sweep_XXXXXX";
+  REQUIRE(mkdtemp(name) != nullptr);
+  const std::string dir = name;
+  const uint32_t machine = IdPrefix("/etc/machine-id"), boot = IdPrefix("/proc/sys/kernel/random/boot_id");
+  // pid_max is at most 4194304 (2^22): this pid never runs.
+  const std::string dead = dir + "/" + io::TempFileName("a.pt", {machine, boot, 4194305, 7}, 1);
+  const std::string live = dir + "/" + io::TempFileName("a.pt", {machine, boot, 1, InitStart()}, 2);
+  const std::string reused = dir + "/" + io::TempFileName("a.pt", {machine, boot, 1, InitStart() + 1}, 3);
+  const std::string remote = dir + "/" + io::TempFileName("a.pt", {machine + 1, boot, 4194305, 7}, 4);
+  const std::string other = dir + "/.a.pt.zf-tmp-000000000005";
+  for (const std::string& f : {dead, live, reused, remote, other}) std::ofstream(f) << "x";
+  Env* env = Env::Default();
+  {
+    std::unique_ptr<AtomicFileSink> sink = env->NewAtomicFile(dir + "/a.pt").value();
+    REQUIRE(sink->Commit().ok());
+  }
+  std::vector<std::string> removed = env->TakeRemovedTempFiles();
+  std::sort(removed.begin(), removed.end());
+  std::vector<std::string> want = {dead, reused};
+  std::sort(want.begin(), want.end());
+  CHECK_EQ(removed, want);
+  for (const std::string& f : {live, remote, other, dir + "/a.pt"}) CHECK(env->FileExists(f));
+  for (const std::string& f : {dead, reused}) CHECK_FALSE(env->FileExists(f));
+  for (const std::string& f : {live, remote, other, dir + "/a.pt"}) unlink(f.c_str());
   rmdir(dir.c_str());
 }
 

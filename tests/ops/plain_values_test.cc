@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "../torch/graph_builder.h"
+#include "torch/tensor_recognizer.h"
 #include "zerofold/env.h"
 
 namespace zerofold::ops {
@@ -63,6 +65,30 @@ TEST_CASE("a DeepSpeed model-states file: torch.Size is an array, a set is skipp
   CHECK_EQ(by_key["param_shapes"].rfind("[{\"transformer.h.0.attn.c_attn.weight\":[108,36],", 0), 0u);
   CHECK_EQ(by_key.count("module"), 0u);
   CHECK_EQ(v.skipped, Names{"sparse_tensor_module_names"});
+}
+
+TEST_CASE("a value whose text would pass the header limit is skipped: shared lists nested 40 deep") {
+  // torch.save({"w": t, "x": x, "small": s, "epoch": 3}) with x = 1, then 40
+  // times x = [x, x] (a 1 KB file; its JSON text would be 4 TB), and s the
+  // same 3 times.
+  torch::testing::GraphBuilder b;
+  pickle::NodeId x = b.Int(1);
+  for (int i = 0; i < 40; ++i) x = b.List({x, x});
+  pickle::NodeId small = b.Int(1);
+  for (int i = 0; i < 3; ++i) small = b.List({small, small});
+  pickle::NodeId root = b.Dict({{b.Str("w"), b.TensorV2(b.Pid("FloatStorage", "0", 2), 0, {2}, {1})},
+                                {b.Str("x"), x},
+                                {b.Str("small"), small},
+                                {b.Str("epoch"), b.Int(3)}});
+  torch::Recognized r = torch::RecognizeTensors(b.g, root).value();
+  torch::Checkpoint ckpt;
+  ckpt.graph = b.g;
+  ckpt.root = root;
+  ckpt.storages = r.storages;
+  ckpt.tensors = r.tensors;
+  PlainValues v = CollectPlainValues(ckpt);
+  CHECK_EQ(v.entries, Entries{{"small", "[[[1,1],[1,1]],[[1,1],[1,1]]]"}, {"epoch", "3"}});
+  CHECK_EQ(v.skipped, Names{"x"});
 }
 
 TEST_CASE("a state dict of tensors only, or a bare tensor, has no plain values") {

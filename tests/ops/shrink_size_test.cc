@@ -61,8 +61,19 @@ TEST_CASE("zero-byte storages are exactly sized already: kept, and not reported 
   CHECK(r->changed_storages.empty());
   CHECK(mem.GetFile("out.pt").value() == in);  // torch 1.13 wrote it: the same bytes
 
+  // Storage 7 has 32 bytes no view reads; trimming them frees no byte of the
+  // file (its records stay within the same 64-byte blocks), so a plain
+  // shrink keeps it and copies the file; a conversion trims it.
   mem.SetFile("in.pt", Fixture("torch/scalars_empty.pt"));
   r = ShrinkFile(&mem, "in.pt", "out.pt", ShrinkOptions{});
+  REQUIRE(r.ok());
+  CHECK(r->changed_storages.empty());
+  CHECK(r->copied_unchanged);
+  CHECK(mem.GetFile("out.pt").value() == Fixture("torch/scalars_empty.pt"));
+  ShrinkOptions dry;
+  dry.dry_run = true;
+  dry.dtype = torch::DType::kFloat32;
+  r = ShrinkFile(&mem, "in.pt", "out.pt", dry);
   REQUIRE(r.ok());
   CHECK_EQ(r->changed_storages, std::vector<std::string>{"7: 40 bytes -> 8"});
 }

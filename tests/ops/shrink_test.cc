@@ -39,7 +39,14 @@ TEST_CASE("StemOf names the top folder as torch.save does") {
 TEST_CASE("legacy input gets the output's stem as top folder; zip input keeps its own") {
   io::MemEnv mem;
   mem.SetFile("legacy.pt", Fixture("torch/legacy_state_dict.pt"));
-  REQUIRE(ShrinkFile(&mem, "legacy.pt", "model.v2.pt", ShrinkOptions{}).ok());
+  // Nothing to reclaim: a plain shrink copies it as it is; a cast rewrites it.
+  Result<ShrinkReport> plain = ShrinkFile(&mem, "legacy.pt", "copy.pt", ShrinkOptions{});
+  REQUIRE(plain.ok());
+  CHECK(plain->copied_unchanged);
+  CHECK(mem.GetFile("copy.pt").value() == Fixture("torch/legacy_state_dict.pt"));
+  ShrinkOptions cast;
+  cast.dtype = torch::DType::kFloat32;
+  REQUIRE(ShrinkFile(&mem, "legacy.pt", "model.v2.pt", cast).ok());
   CHECK_EQ(zip::ReadArchiveBytes(mem.GetFile("model.v2.pt").value()).value().top_folder, "model.v2");
   mem.SetFile("zip.pt", Fixture("torch/views.pt"));
   REQUIRE(ShrinkFile(&mem, "zip.pt", "other.name.pt", ShrinkOptions{}).ok());

@@ -466,6 +466,14 @@ TEST_CASE("storage pids that parse") {
   CHECK_EQ((*u)->nbytes, 10u);
 }
 
+// `r` failed on max_graph_visits == limit.
+void CheckVisitLimit(const Result<Recognized>& r, uint64_t limit) {
+  REQUIRE_FALSE(r.ok());
+  CHECK_EQ(r.status().code(), Code::kLimit);
+  CHECK_EQ(r.status().message(),
+           "naming tensors visits more than " + std::to_string(limit) + " graph nodes (--max-graph-visits)");
+}
+
 TEST_CASE("shared subgraphs: paths are counted against max_graph_visits") {
   // A chain of 40 lists each holding the next twice: 2^40 paths to one tensor.
   GraphBuilder b;
@@ -473,10 +481,7 @@ TEST_CASE("shared subgraphs: paths are counted against max_graph_visits") {
   for (int i = 0; i < 40; ++i) node = b.List({node, node});
   RecognizeOptions opts;
   opts.max_graph_visits = 100000;
-  Result<Recognized> r = RecognizeTensors(b.g, node, opts);
-  REQUIRE_FALSE(r.ok());
-  CHECK_EQ(r.status().code(), Code::kLimit);
-  CHECK_EQ(r.status().message(), "naming tensors visits more than 100000 graph nodes (--max-graph-visits)");
+  CheckVisitLimit(RecognizeTensors(b.g, node, opts), 100000);
   // Ten levels: 1024 tensors, all one node.
   GraphBuilder small;
   NodeId n = small.TensorV2(small.Pid("FloatStorage", "0", 1), 0, {1}, {1});
@@ -488,6 +493,34 @@ TEST_CASE("shared subgraphs: paths are counted against max_graph_visits") {
   CHECK_EQ(ok->tensors[0].name, "0.0.0.0.0.0.0.0.0.0");
   CHECK_EQ(ok->tensors[1023].name, "1.1.1.1.1.1.1.1.1.1");
   CHECK_EQ(ok->tensors[1023].node, t);
+}
+
+TEST_CASE("the default max_graph_visits refuses 2^40 paths to one tensor before their names fill memory") {
+  // What torch.save writes for x = t; 40 times x = [x, x] (a 994-byte file):
+  // torch loads it, sharing; naming every path would take terabytes.
+  GraphBuilder b;
+  NodeId node = b.TensorV2(b.Pid("FloatStorage", "0", 2), 0, {2}, {1});
+  for (int i = 0; i < 40; ++i) node = b.List({node, node});
+  CheckVisitLimit(RecognizeTensors(b.g, node), 4194304);
+}
+
+TEST_CASE("each named tensor's path steps count against max_graph_visits") {
+  // 1000 paths of 101 steps to one tensor: about 1100 nodes visited, 101000
+  // path steps kept.
+  GraphBuilder b;
+  NodeId t = b.TensorV2(b.Pid("FloatStorage", "0", 1), 0, {1}, {1});
+  NodeId node = b.g.AddSequence(pickle::Kind::kList, std::vector<NodeId>(1000, t));
+  for (int i = 0; i < 100; ++i) node = b.List({node});
+  RecognizeOptions opts;
+  opts.max_graph_visits = 100000;
+  CheckVisitLimit(RecognizeTensors(b.g, node, opts), 100000);
+  opts.max_graph_visits = 1101 + 101000;  // every node entered, every step kept
+  Result<Recognized> ok = RecognizeTensors(b.g, node, opts);
+  REQUIRE_MESSAGE(ok.ok(), ok.status().ToString());
+  REQUIRE_EQ(ok->tensors.size(), 1000u);
+  CHECK_EQ(ok->tensors[999].path.size(), 101u);
+  opts.max_graph_visits = 1101 + 101000 - 1;
+  CheckVisitLimit(RecognizeTensors(b.g, node, opts), 1101 + 101000 - 1);
 }
 
 TEST_CASE("deep paths stop at max_path_depth; deep graphs without tensors cost nothing") {

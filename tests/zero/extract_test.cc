@@ -249,6 +249,20 @@ TEST_CASE("files that are not what they should be: kCorrupt naming the key") {
       {"shared_params owner not a str",
        [](ModelStatesGraph& g) { g.b.g.ReplaceItem(g.root, 11, g.b.Dict({{g.b.Str("head"), g.b.Int(0)}})); },
        "shared_params.head", "expected a str, found an int"},
+      // Shared containers: [d] * 3000 with 3000 entries in d is a 115 KB
+      // pickle whose description would hold 9 million shapes.
+      {"one param group twice",
+       [](ModelStatesGraph& g) {
+         NodeId group = g.b.OrderedDict({{g.b.Str("w"), g.b.Tuple({g.b.Int(6)})}});
+         g.b.g.ReplaceItem(g.root, 7, g.b.List({group, group}));
+       },
+       "param_shapes.1", "a collections.OrderedDict object that was read before, at another key (a shared container)"},
+      {"one shape for two params",
+       [](ModelStatesGraph& g) {
+         NodeId shape = g.b.Tuple({g.b.Int(3)});
+         g.b.g.ReplaceItem(g.root, 9, g.b.OrderedDict({{g.b.Str("emb"), shape}, {g.b.Str("emb2"), shape}}));
+       },
+       "frozen_param_shapes.emb2", "a tuple that was read before, at another key (a shared container)"},
   };
   for (const Bad& bad : bads) {
     CAPTURE(bad.name);
@@ -260,6 +274,14 @@ TEST_CASE("files that are not what they should be: kCorrupt naming the key") {
     CHECK_EQ(s.record(), bad.record);
     CHECK_EQ(s.message(), bad.message);
   }
+
+  OptimStatesGraph shared([](GraphBuilder& b) { return b.Int(2); });
+  NodeId mapping = shared.b.OrderedDict({});
+  shared.b.g.ReplaceItem(shared.osd, 15, shared.b.List({mapping, mapping}));
+  Status twice = ExtractOptimStates(Recognize(shared.b, shared.root), "o.pt", 0).status();
+  CHECK_EQ(twice.code(), Code::kCorrupt);
+  CHECK_EQ(twice.record(), "optimizer_state_dict.param_slice_mappings.1");
+  CHECK_EQ(twice.message(), "a collections.OrderedDict object that was read before, at another key (a shared container)");
 
   OptimStatesGraph g([](GraphBuilder& b) { return b.Str("two"); });
   Status s = ExtractOptimStates(Recognize(g.b, g.root), "o.pt", 0).status();

@@ -557,10 +557,12 @@ TEST_CASE("refused layouts and inconsistent rank files, with the code, file and 
     const char* path;
     const char* record;
   } bads[] = {
-      {"ZeRO-0: no optim states, optimizer in the model states",
+      {"ZeRO-0 fp16: masters in the model states not linked to params",
        [](ZeroCheckpoint& c) {
          c.optim_states.clear();
          c.model_states[0].has_optimizer = true;
+         c.model_states[0].optimizer_kind = Zero0Optimizer::kFp16Unfused;
+         c.model_states[0].optimizer_fp32_groups = {{TensorMeta{DType::kFloat32, {8}, {1}, "9", 0}}};
        },
        Code::kUnsupported, "mp_rank_00_model_states.pt", ""},
       {"no optim states at all", [](ZeroCheckpoint& c) { c.optim_states.clear(); }, Code::kNotFound, "", ""},

@@ -57,8 +57,11 @@ struct BadCase {
 const BadCase kBadCases[] = {
     {"central signature", [](const Small& s, auto& b) { Put32(b, s.central[1], 0x02014b51); },
      Code::kCorrupt, [](const Small& s) { return s.central[1]; }, ""},
-    {"method deflate", [](const Small& s, auto& b) { Put16(b, s.central[1] + kCdMethod, kMethodDeflated); },
+    {"method bzip2", [](const Small& s, auto& b) { Put16(b, s.central[1] + kCdMethod, 12); },
      Code::kUnsupported, [](const Small& s) { return s.central[1] + kCdMethod; }, "arch/data/0"},
+    {"method deflate in the central directory only",
+     [](const Small& s, auto& b) { Put16(b, s.central[1] + kCdMethod, kMethodDeflated); }, Code::kCorrupt,
+     [](const Small& s) { return s.header[1] + kLocalMethodOffset; }, "arch/data/0"},
     {"encrypted flag", [](const Small& s, auto& b) { Put16(b, s.central[1] + kCdFlags, 0x0809); },
      Code::kUnsupported, [](const Small& s) { return s.central[1] + kCdFlags; }, "arch/data/0"},
     {"sizes point past the central directory",
@@ -116,8 +119,11 @@ const BadCase kBadCases[] = {
      [](const Small& s) { return s.central[0] + kCentralFileHeaderSize + s.names[0].size(); }, "arch/data.pkl"},
     {"local header signature", [](const Small& s, auto& b) { Put32(b, s.header[2], 0x04034b51); },
      Code::kCorrupt, [](const Small& s) { return s.header[2]; }, "arch/data/1"},
-    {"local header method", [](const Small& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 8); },
+    {"local header method", [](const Small& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 12); },
      Code::kUnsupported, [](const Small& s) { return s.header[2] + kLocalMethodOffset; }, "arch/data/1"},
+    {"local header method deflate only there",
+     [](const Small& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, kMethodDeflated); }, Code::kCorrupt,
+     [](const Small& s) { return s.header[2] + kLocalMethodOffset; }, "arch/data/1"},
     {"local header name",
      [](const Small& s, auto& b) { PutText(b, s.header[2] + kLocalFileHeaderSize, "arch/data/2"); },
      Code::kCorrupt, [](const Small& s) { return s.header[2] + kLocalFileHeaderSize; }, "arch/data/1"},
@@ -269,10 +275,16 @@ TEST_CASE("ReadEntry checks the CRC and the size limit") {
 TEST_CASE("error messages say what was found and what was expected") {
   const Small s = BuildSmall();
   std::vector<std::byte> b = s.bytes;
-  Put16(b, s.central[1] + kCdMethod, kMethodDeflated);
+  Put16(b, s.central[1] + kCdMethod, 12);
   CHECK_EQ(ReadArchiveBytes(b).status().ToString(),
            "arch/data/0 @ " + std::to_string(s.central[1] + kCdMethod) +
-               ": unsupported: compression method 8 (deflate); only stored entries (method 0) are read");
+               ": unsupported: compression method 12 (bzip2); only stored (method 0) and deflated (method 8) "
+               "entries are read");
+  b = s.bytes;
+  Put16(b, s.central[1] + kCdMethod, kMethodDeflated);
+  CHECK_EQ(ReadArchiveBytes(b).status().ToString(),
+           "arch/data/0 @ " + std::to_string(s.header[1] + kLocalMethodOffset) +
+               ": corrupt: local header gives compression method 0 (stored), the central directory 8 (deflate)");
   b = s.bytes;
   Put32(b, s.header[2], 0x04034b51);
   CHECK_EQ(ReadArchiveBytes(b).status().message(), "local header signature is 0x04034b51, expected 0x04034b50");

@@ -205,7 +205,7 @@ const StreamBadCase kStreamBadCases[] = {
      [](const auto& s) { return s.data[1] + 100; }, "arch/data/0"},
     {"local header signature", [](const auto& s, auto& b) { Put32(b, s.header[2], 0x04034b51); }, Way::kReadAll,
      Code::kCorrupt, [](const auto& s) { return s.header[2]; }, ""},
-    {"local header method", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 8); },
+    {"local header method", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalMethodOffset, 12); },
      Way::kReadAll, Code::kUnsupported, [](const auto& s) { return s.header[2] + kLocalMethodOffset; },
      "arch/data/1"},
     {"local header encrypted", [](const auto& s, auto& b) { Put16(b, s.header[2] + kLocalFlagsOffset, 0x0809); },
@@ -350,6 +350,88 @@ TEST_CASE("stream error messages") {
   CHECK(st.message().find(", the data descriptor says 0x") != std::string::npos);
   st = ConsumeAll(std::span(s.bytes).first(s.cd_offset), 1 << 20, Way::kSkip);
   CHECK_EQ(st.ToString(), "@ " + std::to_string(s.cd_offset) + ": corrupt: stream ends before the central directory");
+}
+
+}  // namespace
+}  // namespace zerofold::zip
+
+namespace zerofold::zip {
+namespace {
+
+// Reads every entry of a streamed archive whole (ReadAll, or Read after
+// DeclareSize with the file form's size), then the central directory.
+Status StreamDeflated(const std::vector<std::byte>& bytes, size_t chunk, bool declare,
+                      std::vector<std::vector<std::byte>>* out) {
+  io::MemStreamSource src("views_streamed.pt", bytes, chunk);
+  StreamReader r(&src);
+  Result<Archive> ar = ReadArchiveBytes(bytes);
+  while (true) {
+    ZF_ASSIGN_OR_RETURN(const StreamEntry* e, r.Next());
+    if (e == nullptr) break;
+    if (declare && ar.ok() && e->name.find("/data/") != std::string::npos) {
+      const Entry* fe = ar->FindFullName(e->name);
+      if (fe == nullptr) return Status::Internal("no such entry in the file form");
+      ZF_TRY(r.DeclareSize(fe->size));
+      std::vector<std::byte> data(fe->size);
+      size_t filled = 0;
+      while (filled < data.size()) {
+        ZF_ASSIGN_OR_RETURN(size_t got, r.Read(std::span(data).subspan(filled)));
+        if (got == 0) return Status::Internal("Read returned 0 early");
+        filled += got;
+      }
+      ZF_TRY(r.FinishEntry());
+      out->push_back(std::move(data));
+    } else {
+      ZF_ASSIGN_OR_RETURN(std::vector<std::byte> data, r.ReadAll(1 << 20));
+      out->push_back(std::move(data));
+    }
+  }
+  return r.Finish();
+}
+
+TEST_CASE("stream reader: deflated entries with data descriptors read as the file form does") {
+  const std::vector<std::byte> bytes = ReadFileBytes(SourceRoot() + "/fixtures/zip/deflate/views_streamed.pt");
+  REQUIRE(!bytes.empty());
+  Result<Archive> ar = ReadArchiveBytes(bytes);
+  REQUIRE_MESSAGE(ar.ok(), ar.status().ToString());
+  io::MemSource file("views_streamed.pt", bytes);
+  std::vector<std::vector<std::byte>> want;
+  for (const Entry& e : ar->entries) {
+    CHECK(e.deflated());
+    want.push_back(ReadEntry(file, e, 1 << 20).value());
+  }
+  for (size_t chunk : {size_t{1}, size_t{3}, size_t{64}, size_t{1} << 20}) {
+    for (bool declare : {false, true}) {
+      CAPTURE(chunk);
+      CAPTURE(declare);
+      std::vector<std::vector<std::byte>> got;
+      Status s = StreamDeflated(bytes, chunk, declare, &got);
+      REQUIRE_MESSAGE(s.ok(), s.ToString());
+      CHECK(got == want);
+    }
+  }
+}
+
+TEST_CASE("stream reader: a deflated archive cut or corrupted at any byte fails or reads the same bytes") {
+  const std::vector<std::byte> bytes = ReadFileBytes(SourceRoot() + "/fixtures/zip/deflate/views_streamed.pt");
+  REQUIRE(!bytes.empty());
+  std::vector<std::vector<std::byte>> want;
+  REQUIRE(StreamDeflated(bytes, 7, false, &want).ok());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    CAPTURE(n);
+    std::vector<std::byte> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<std::vector<std::byte>> got;
+    const Status s = StreamDeflated(cut, 5, false, &got);
+    CHECK_EQ(s.code(), Code::kCorrupt);
+  }
+  for (size_t at = 0; at < bytes.size(); ++at) {
+    CAPTURE(at);
+    std::vector<std::byte> bad = bytes;
+    bad[at] ^= std::byte{0x5a};
+    std::vector<std::vector<std::byte>> got;
+    const Status s = StreamDeflated(bad, 64, false, &got);
+    if (s.ok()) CHECK(got == want);
+  }
 }
 
 }  // namespace

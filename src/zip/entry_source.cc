@@ -1,0 +1,152 @@
+#include "zip/entry_source.h"
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "zip/crc32.h"
+#include "zip/describe.h"
+#include "zip/format.h"
+#include "zip/inflate.h"
+
+namespace zerofold::zip {
+namespace {
+
+// Compressed bytes read from the archive per call.
+constexpr size_t kInputChunk = 1 << 16;
+
+class StoredEntrySource final : public EntrySource {
+ public:
+  StoredEntrySource(const RandomSource& archive, const Entry& entry) : archive_(archive), entry_(entry) {}
+  Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    if (offset >= entry_.size) return size_t{0};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(), entry_.size - offset));
+    // The entry lies inside the archive: a short read is a truncated file,
+    // reported at its absolute offset.
+    Status read = ReadExactAt(archive_, entry_.data_offset + offset, dst.first(n));
+    if (!read.ok()) return read.WithRecord(entry_.name);
+    return n;
+  }
+  uint64_t size() const override { return entry_.size; }
+  const std::string& name() const override { return archive_.name(); }
+  Status Finish() override { return Status::OK(); }
+
+ private:
+  const RandomSource& archive_;
+  const Entry entry_;
+};
+
+// The compressed bytes of a deflated entry, read from the archive.
+class ArchiveInput final : public InflateInput {
+ public:
+  ArchiveInput(const RandomSource& archive, const Entry& entry) : archive_(archive), entry_(entry) {}
+  Result<std::span<const std::byte>> Next() override {
+    const uint64_t left = entry_.compressed_size - done_;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kInputChunk));
+    if (n == 0) return std::span<const std::byte>();
+    buf_.resize(kInputChunk);
+    std::span<std::byte> dst(buf_.data(), n);
+    ZF_TRY(ReadExactAt(archive_, entry_.data_offset + done_, dst));
+    done_ += n;
+    return std::span<const std::byte>(dst);
+  }
+
+ private:
+  const RandomSource& archive_;
+  const Entry& entry_;
+  std::vector<std::byte> buf_;
+  uint64_t done_ = 0;
+};
+
+class DeflatedEntrySource final : public EntrySource {
+ public:
+  DeflatedEntrySource(const RandomSource& archive, const Entry& entry) : archive_(archive), entry_(entry) {}
+
+  Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (offset >= entry_.size) return size_t{0};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(), entry_.size - offset));
+    if (Status s = Seek(offset); !s.ok()) return s.WithRecord(entry_.name);
+    if (Status s = Fill(dst.first(n)); !s.ok()) return s.WithRecord(entry_.name);
+    return n;
+  }
+  uint64_t size() const override { return entry_.size; }
+  const std::string& name() const override { return archive_.name(); }
+
+  Status Finish() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (checked_) return Status::OK();
+    return Seek(entry_.size).WithRecord(entry_.name);
+  }
+
+ private:
+  // Moves to uncompressed `offset`, restarting when it lies behind.
+  Status Seek(uint64_t offset) const {
+    if (!inflater_ || offset < pos_) {
+      input_ = std::make_unique<ArchiveInput>(archive_, entry_);
+      inflater_ = std::make_unique<Inflater>(input_.get(), entry_.data_offset, InflateBound{entry_.size, true});
+      pos_ = 0;
+      crc_ = 0;
+      checked_ = false;
+    }
+    std::vector<std::byte> scratch;
+    while (pos_ < offset) {
+      scratch.resize(static_cast<size_t>(std::min<uint64_t>(offset - pos_, kInputChunk)));
+      ZF_TRY(Fill(scratch));
+    }
+    if (pos_ == entry_.size) ZF_TRY(CheckEnd());
+    return Status::OK();
+  }
+
+  // Fills dst from the current position.
+  Status Fill(std::span<std::byte> dst) const {
+    size_t filled = 0;
+    while (filled < dst.size()) {
+      ZF_ASSIGN_OR_RETURN(size_t got, inflater_->Read(dst.subspan(filled)));
+      if (got == 0) return Status::Internal("inflate ended before the declared size");  // the bound fails first
+      filled += got;
+    }
+    crc_ = Crc32(crc_, dst);
+    pos_ += dst.size();
+    if (pos_ == entry_.size) ZF_TRY(CheckEnd());
+    return Status::OK();
+  }
+
+  // At the declared size: the stream must end there, span exactly the
+  // compressed size, and match the CRC-32.
+  Status CheckEnd() const {
+    if (checked_) return Status::OK();
+    std::byte probe[1];
+    ZF_ASSIGN_OR_RETURN(size_t more, inflater_->Read(probe));
+    if (more != 0) return Status::Internal("inflate produced past the declared size");  // the bound fails first
+    if (inflater_->input_bytes() != entry_.compressed_size)
+      return Status::Corrupt("the deflate stream ends after " + std::to_string(inflater_->input_bytes()) +
+                             " of the entry's " + std::to_string(entry_.compressed_size) + " compressed bytes")
+          .WithOffset(entry_.data_offset + inflater_->input_bytes());
+    if (crc_ != entry_.crc32)
+      return Status::Corrupt("CRC-32 of the inflated data is " + Hex(crc_, 8) + ", the central directory says " +
+                             Hex(entry_.crc32, 8))
+          .WithOffset(entry_.data_offset);
+    checked_ = true;
+    return Status::OK();
+  }
+
+  const RandomSource& archive_;
+  const Entry entry_;
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<ArchiveInput> input_;
+  mutable std::unique_ptr<Inflater> inflater_;
+  mutable uint64_t pos_ = 0;
+  mutable uint32_t crc_ = 0;
+  mutable bool checked_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry& entry) {
+  if (entry.method == kMethodDeflated) return std::make_unique<DeflatedEntrySource>(archive, entry);
+  return std::make_unique<StoredEntrySource>(archive, entry);
+}
+
+}  // namespace zerofold::zip
