@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
+#include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "model/listing_json.h"
@@ -55,6 +56,12 @@ constexpr const char* kMergeHelp =
     "Output files appear only when all of them are complete. Temp files that\n"
     "killed runs left in the output folder are removed, with a note on stderr.\n"
     "\n"
+    "Past one machine, --part I/N (I = 0..N-1) writes only the files of part I\n"
+    "of a folder OUT (whole files, balanced by bytes; every part plans the same)\n"
+    "and no index; files already complete are skipped, so a rerun redoes only\n"
+    "what is missing. --part finish then checks every file and writes the index.\n"
+    "Run the parts as a job array: examples/slurm/merge.sbatch.\n"
+    "\n"
     "examples:\n"
     "  zerofold merge ckpt/ out/                      # out/pytorch_model.bin\n"
     "  zerofold merge --to safetensors ckpt/ out/     # out/model.safetensors\n"
@@ -62,6 +69,7 @@ constexpr const char* kMergeHelp =
     "  zerofold merge --only 'transformer.h.0.*' ckpt/ part.bin\n"
     "  zerofold merge --to safetensors fsdp_ckpt/ out/   # a DCP folder\n"
     "  zerofold merge --select optimizer.state fsdp_ckpt/ adam.safetensors\n"
+    "  zerofold merge --part 0/4 ckpt/ out/ && ... && zerofold merge --part finish ckpt/ out/\n"
     "\n"
     "flags:\n";
 
@@ -76,6 +84,7 @@ const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"dry-run", false, "print the plan (names, shapes, source slices) and the files; write nothing"},
     {"verify", false, "read the output back and check every tensor against the partitions (xxh3-128)"},
     {"force", false, "replace existing output files"},
+    PartFlagSpec(),
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
     {"progress", false, "show a progress bar even when stderr is not a terminal"},
@@ -189,7 +198,8 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
-void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const std::vector<std::string>& removed_temps) {
+void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const ops::PartSpec& part,
+               const std::vector<std::string>& removed_temps) {
   const bool dcp = r.kind == ops::CheckpointKind::kDcp;
   w.BeginObject();
   w.Key("checkpoint");
@@ -252,6 +262,17 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const s
   w.Key("removed");
   w.BeginArray();
   for (const std::string& f : r.removed) w.String(f);
+  w.EndArray();
+  std::vector<std::string> paths;
+  std::vector<uint64_t> bytes;
+  for (const ops::MergeOutputFile& f : r.files) {
+    paths.push_back(f.path);
+    bytes.push_back(f.bytes);
+  }
+  WritePartsJson(w, part, paths, bytes, r.file_parts);
+  w.Key("skipped");
+  w.BeginArray();
+  for (const std::string& f : r.skipped) w.String(f);
   w.EndArray();
   w.Key("tensor_bytes");
   w.Uint(r.tensor_bytes);
@@ -386,6 +407,8 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.dry_run = args.Has("dry-run");
   options.verify = args.Has("verify");
   options.force = args.Has("force");
+  if (Result<ops::PartSpec> part = ApplyPartFlag(args); part.ok()) options.part = *part;
+  else return UsageError("merge", part.status().message());
   if (options.dry_run && options.verify) return UsageError("merge", "--verify checks written files; drop --dry-run");
   const bool quiet = args.Has("quiet");
   const bool as_json = args.Has("json");
@@ -405,7 +428,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
-    WriteJson(w, *r, options.dry_run, removed_temps);
+    WriteJson(w, *r, options.dry_run, options.part, removed_temps);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {
       PrintError(text.status());
@@ -415,6 +438,10 @@ int RunMerge(const std::vector<std::string>& argv) {
   } else if (!quiet) {
     if (options.dry_run) PrintPlan(*r);
     PrintSummary(*r, out, options.dry_run);
+    std::vector<uint64_t> bytes;
+    for (const ops::MergeOutputFile& f : r->files) bytes.push_back(f.bytes);
+    std::string part = PartSummary(options.part, bytes, r->file_parts, r->skipped.size());
+    if (!part.empty()) std::printf("%s\n", part.c_str());
   }
   return kExitOk;
 }

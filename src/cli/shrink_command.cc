@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
+#include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/shrink_convert.h"
@@ -135,6 +136,7 @@ const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
     {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16, float16, float32", "DTYPE"},
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
+    PartFlagSpec(),
     {"help", false, "show this help"},
 });
 
@@ -288,6 +290,8 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.in_place = in_place;
   request.force = args.Has("force");
   request.dedupe_tied = args.Has("dedupe-tied");
+  if (Result<ops::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
+  else return UsageError(command, part.status().message());
   request.options = options;
   Env* env = Env::Default();
   if (Status s = ops::CheckShrinkRequest(env, request, ops::kFlagWords); !s.ok()) {

@@ -12,6 +12,7 @@
 #include "merge/verify.h"
 #include "merge/write.h"
 #include "model/hf_folder.h"
+#include "ops/parts.h"
 #include "ops/sharding.h"
 
 namespace zerofold::merge {
@@ -144,40 +145,92 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     written.insert(ops::IndexFileName(report->format));
   }
 
+  // With --part, which part writes each file (ops/parts.h).
+  const ops::PartSpec& part = options.part;
+  if (part.kind != ops::PartSpec::Kind::kAll && target.single_file)
+    return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
+        .WithPath(out);
+  if (part.kind == ops::PartSpec::Kind::kPart) {
+    std::vector<uint64_t> file_bytes;
+    for (const MergeOutputFile& f : report->files) file_bytes.push_back(f.bytes);
+    report->part_count = part.count;
+    report->file_parts = ops::AssignParts(file_bytes, part.count);
+  }
+  auto mine = [&](size_t k) {
+    return part.kind == ops::PartSpec::Kind::kAll ||
+           (part.kind == ops::PartSpec::Kind::kPart && report->file_parts[k] == part.index);
+  };
+
   // Refuse to replace files unasked, and never write onto an input, by any
   // name. In a folder OUT, the files of an earlier save count too: --force
   // replaces that save whole (its other shards are removed), as
-  // save_pretrained does.
+  // save_pretrained does. A part checks only its own files: those present
+  // with their planned size are complete (written atomically) and skipped.
   std::vector<std::string> targets;
-  for (const MergeOutputFile& f : report->files) targets.push_back(f.path);
-  if (!report->index.empty()) targets.push_back(report->index);
+  for (size_t k = 0; k < report->files.size(); ++k)
+    if (mine(k)) targets.push_back(report->files[k].path);
+  if (!report->index.empty() && part.kind != ops::PartSpec::Kind::kPart) targets.push_back(report->index);
   std::vector<std::string> earlier;  // a folder OUT's earlier save
-  if (!target.single_file) {
+  if (!target.single_file && part.kind == ops::PartSpec::Kind::kAll) {
     ZF_ASSIGN_OR_RETURN(earlier, ops::EarlierSave(env, out, report->format));
   }
   std::vector<std::string> replaced = targets;
   replaced.insert(replaced.end(), earlier.begin(), earlier.end());
   ZF_TRY(ops::RefuseInputTargets(env, inputs, replaced, "is an input file of the merge"));
-  for (const std::string& t : targets) {
-    if (!options.force && env->FileExists(t))
-      return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+  std::vector<bool> skip(report->files.size(), false);  // a part's files already complete
+  if (part.kind == ops::PartSpec::Kind::kPart && !options.force) {
+    for (size_t k = 0; k < report->files.size(); ++k) {
+      if (!mine(k)) continue;
+      ZF_ASSIGN_OR_RETURN(bool complete, ops::FileComplete(env, report->files[k].path, report->files[k].bytes));
+      skip[k] = complete;
+      if (complete) report->skipped.push_back(report->files[k].path);
+    }
+  } else if (part.kind == ops::PartSpec::Kind::kAll) {
+    for (const std::string& t : targets) {
+      if (!options.force && env->FileExists(t))
+        return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+    }
+    if (!options.force && !earlier.empty())
+      return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
+          .WithPath(earlier.front());
   }
-  if (!options.force && !earlier.empty())
-    return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
-        .WithPath(earlier.front());
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
+
+  if (part.kind == ops::PartSpec::Kind::kFinish) {
+    // Every file written by its part: the index and the removal of an
+    // earlier save's other files come last, so a half-done output never
+    // has an index.
+    std::vector<std::string> paths;
+    std::vector<uint64_t> sizes;
+    for (const MergeOutputFile& f : report->files) {
+      paths.push_back(f.path);
+      sizes.push_back(f.bytes);
+    }
+    ZF_TRY(ops::CheckPartsComplete(env, paths, sizes));
+    if (!report->index.empty()) {
+      if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
+        return s.WithPath(report->index);
+    }
+    ZF_ASSIGN_OR_RETURN(report->removed, ops::RemoveStaleShards(env, out, report->format, written));
+    return Status::OK();
+  }
 
   if (!target.single_file) ZF_TRY(env->CreateDirs(out));
   TensorAssembler assembler(plan.sources, options.buffer_bytes);
   uint64_t done = 0;
-  const uint64_t total = report->tensor_bytes;
+  uint64_t total = 0;
+  for (size_t k = 0; k < report->files.size(); ++k)
+    if (mine(k) && !skip[k])
+      for (size_t i : report->files[k].entries) total += entry_bytes[i];
   WriteProgress progress = [&](uint64_t n) {
     done += n;
     if (options.progress) options.progress("merge", done, total);
   };
+  std::vector<size_t> to_write;  // indexes into report->files
   std::vector<std::unique_ptr<AtomicFileSink>> sinks;
   for (size_t k = 0; k < report->files.size(); ++k) {
+    if (!mine(k) || skip[k]) continue;
     const MergeOutputFile& f = report->files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
     // The file sink writes on its own thread (io/direct_writer.h); Flush
@@ -188,27 +241,34 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     if (written.ok()) written = sink->Flush();
     if (!written.ok()) return written.WithPath(f.path);
     sinks.push_back(std::move(sink));
+    to_write.push_back(k);
   }
   report->bytes_read = assembler.bytes_read();  // before verify reads more
   if (options.verify) {
-    // Before any commit: a mismatch leaves every target as it was.
+    // Before any commit: a mismatch leaves every target as it was. A part
+    // checks its files, those it skipped as complete too.
     std::vector<std::unique_ptr<RandomSource>> backs;
     std::vector<const RandomSource*> readers;
-    for (size_t k = 0; k < sinks.size(); ++k) {
-      Result<std::unique_ptr<RandomSource>> back = sinks[k]->OpenWritten();
+    std::vector<MergeOutputFile> checked_files;
+    size_t next_sink = 0;
+    for (size_t k = 0; k < report->files.size(); ++k) {
+      if (!mine(k)) continue;
+      Result<std::unique_ptr<RandomSource>> back =
+          skip[k] ? env->OpenRandom(report->files[k].path) : sinks[next_sink++]->OpenWritten();
       if (!back.ok()) return Status(back.status()).WithPath(report->files[k].path);
       backs.push_back(std::move(*back));
       readers.push_back(backs.back().get());
+      checked_files.push_back(report->files[k]);
     }
     uint64_t checked = 0;
     uint64_t verify_total = 0;
-    for (const MergeOutputFile& f : report->files)
+    for (const MergeOutputFile& f : checked_files)
       for (size_t i : f.entries) verify_total += entry_bytes[i];
     auto verify_progress = [&](uint64_t n) {
       checked += n;
       if (options.progress) options.progress("verify", checked, verify_total);
     };
-    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, report->files, report->format,
+    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
                                                           assembler, options.read, options.buffer_bytes,
                                                           verify_progress));
     report->verified = true;
@@ -223,11 +283,13 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
     return failed;
   };
-  for (size_t k = 0; k < sinks.size(); ++k) {
-    if (Status s = sinks[k]->Commit(); !s.ok()) return roll_back(s.WithPath(report->files[k].path));
-    committed.push_back(report->files[k].path);
-    report->files[k].bytes = sinks[k]->position();
+  for (size_t j = 0; j < sinks.size(); ++j) {
+    MergeOutputFile& f = report->files[to_write[j]];
+    if (Status s = sinks[j]->Commit(); !s.ok()) return roll_back(s.WithPath(f.path));
+    committed.push_back(f.path);
+    f.bytes = sinks[j]->position();
   }
+  if (part.kind == ops::PartSpec::Kind::kPart) return Status::OK();  // the index is --part finish's
   if (!report->index.empty()) {
     if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
       return roll_back(s.WithPath(report->index));

@@ -23,6 +23,7 @@
 #include "merge/layout.h"
 #include "merge/plan.h"
 #include "ops/convert.h"
+#include "ops/parts.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -53,6 +54,11 @@ struct OutputOptions {
   // Called with tensor bytes written so far and the total, at most once
   // per buffer; phase is "merge" or "verify".
   std::function<void(const char* phase, uint64_t done, uint64_t total)> progress;
+  // --part (ops/parts.h), folder OUT only. A part writes only the files
+  // assigned to it, skips those already present with their planned size
+  // (without force), and writes no index; kFinish checks every file is
+  // present and complete, then writes the index. kAll: one run does all.
+  ops::PartSpec part;
 };
 
 // Where OUT goes: one file (a name ending in .bin, .pt or .safetensors) or
@@ -77,6 +83,10 @@ struct OutputReport {
   bool verified = false;
   size_t verified_tensors = 0;
   uint64_t verified_bytes = 0;
+  // --part I/N: the part of every file of `files` (ops::AssignParts), and N.
+  std::vector<uint32_t> file_parts;
+  uint32_t part_count = 0;
+  std::vector<std::string> skipped;  // a part's files found complete, not rewritten
 };
 
 // Plans the files of `layout` (entries of `plan`) at `out` and, unless

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/zstd_stream.h"
+#include "ops/parts.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -117,6 +118,8 @@ struct FolderReport {
   std::vector<std::string> copied;   // other files copied (config, tokenizer, ...)
   std::string index;                 // index file written ("" when none)
   uint64_t total_size = 0;           // the index's metadata.total_size
+  std::vector<uint32_t> file_parts;  // --part I/N: the part of every shard, in input order
+  std::vector<std::string> skipped;  // a part's outputs found complete, not rewritten
 };
 
 // Shrinks a Hugging Face folder with pytorch_model.bin.index.json (and a
@@ -132,8 +135,12 @@ struct FolderReport {
 // written as the torch file transformers names alike
 // ("model-00001-of-00002.safetensors" -> "pytorch_model-00001-of-00002.bin"),
 // with pytorch_model.bin.index.json naming those files.
+// With `part` (ops/parts.h) kPart: only the part's shards (divided by
+// input bytes), those present with their planned size skipped unless
+// `force`, no index, nothing copied; kFinish: kCorrupt naming the first
+// shard absent or of another size, else the index and the copies.
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
-                                  const ShrinkOptions& options);
+                                  const ShrinkOptions& options, const PartSpec& part = {}, bool force = false);
 
 // Copies a file to `to` atomically (temp file, fsync, rename), through a
 // buffer of at most buffer_bytes.

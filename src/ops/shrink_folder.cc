@@ -5,6 +5,7 @@
 
 #include "model/hf_folder.h"
 #include "ops/convert.h"
+#include "ops/parts.h"
 #include "ops/shrink.h"
 
 namespace zerofold::ops {
@@ -46,7 +47,7 @@ Status WriteSmallFile(Env* env, const std::string& path, const std::string& text
 }
 
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
-                                  const ShrinkOptions& options) {
+                                  const ShrinkOptions& options, const PartSpec& part, bool force) {
   ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, input));
   if (files.folder.empty()) return Status::InvalidArgument("not a folder").WithPath(input);
   // The folder's torch checkpoints: its torch index's shards, or its
@@ -93,15 +94,53 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   if (!options.dry_run && !in_place) ZF_TRY(env->CreateDirs(output));
 
   FolderReport report;
+  // With --part (ops/parts.h): the shards divided by input bytes; a part
+  // shrinks only its own, skipping those already complete (present with
+  // the planned size); finish plans every shard (metadata only), checks
+  // they are all complete, then writes the index and copies the rest.
+  if (part.kind == PartSpec::Kind::kPart) {
+    std::vector<uint64_t> in_bytes;
+    for (const std::string& shard : shards) {
+      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> file, env->OpenRandom(shard));
+      in_bytes.push_back(file->size());
+    }
+    report.file_parts = AssignParts(in_bytes, part.count);
+  }
+  ShrinkOptions plan_only = options;
+  plan_only.dry_run = true;
   std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
-  for (const std::string& shard : shards) {
+  std::vector<std::string> out_paths;
+  std::vector<uint64_t> out_bytes;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::string& shard = shards[k];
     std::string base = shard.substr(shard.rfind('/') + 1);
+    std::string to = model::JoinPath(output, TorchName(base));
     handled.insert(base);
-    Result<ShrinkReport> r = ShrinkFile(env, shard, model::JoinPath(output, TorchName(base)), options);
+    if (part.kind == PartSpec::Kind::kPart && report.file_parts[k] != part.index) continue;
+    bool plan_first = part.kind == PartSpec::Kind::kFinish || (part.kind == PartSpec::Kind::kPart && !force);
+    if (plan_first) {
+      Result<ShrinkReport> planned = ShrinkFile(env, shard, to, plan_only);
+      if (!planned.ok()) return planned.status();
+      out_paths.push_back(to);
+      out_bytes.push_back(planned->output_file_bytes);
+      if (part.kind == PartSpec::Kind::kFinish) {
+        report.shards.push_back(*planned);
+        continue;
+      }
+      ZF_ASSIGN_OR_RETURN(bool complete, FileComplete(env, to, planned->output_file_bytes));
+      if (complete) {
+        report.skipped.push_back(to);
+        report.shards.push_back(*planned);
+        continue;
+      }
+    }
+    Result<ShrinkReport> r = ShrinkFile(env, shard, to, options);
     if (!r.ok()) return r.status();
     report.shards.push_back(*r);
   }
+  if (part.kind == PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
+  if (part.kind == PartSpec::Kind::kFinish && !options.dry_run) ZF_TRY(CheckPartsComplete(env, out_paths, out_bytes));
   if (index != nullptr) {
     handled.insert(index->path.substr(index->path.rfind('/') + 1));
     // total_size: the nbytes of every name in weight_map, from the shards.

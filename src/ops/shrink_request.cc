@@ -106,6 +106,11 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   if (in_folder && !folder && !r.to_safetensors)
     return Refuse(Str("IN is a folder, whose torch shards are written into a folder: end OUT with '/' (") +
                   w.to_safetensors + " writes one file)");
+  if (r.part.kind != PartSpec::Kind::kAll) {
+    if (r.in_place) return Refuse(Str(w.part) + " with " + w.in_place + " would leave IN half rewritten; give IN and OUT");
+    if (!in_folder || !folder) return Refuse(Str(w.part) + " divides the files of a folder IN into a folder OUT");
+    if (r.to_safetensors) return Refuse(Str(w.part) + " with " + w.to_safetensors + " is not supported yet (merge --part is)");
+  }
   return Status::OK();
 }
 
@@ -136,7 +141,7 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkStream(env, r.in, r.out, o));
     outcome.files.push_back(std::move(report));
   } else if (in_folder) {
-    ZF_ASSIGN_OR_RETURN(FolderReport report, ShrinkFolder(env, r.in, r.out, o));
+    ZF_ASSIGN_OR_RETURN(FolderReport report, ShrinkFolder(env, r.in, r.out, o, r.part, r.force));
     outcome.files = std::move(report.shards);
   } else {
     ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkFile(env, r.in, r.out, o));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/convert.h"
+#include "ops/parts.h"
 #include "ops/shrink.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -30,6 +31,9 @@ struct ShrinkRequest {
   // Set: write shards of at most this many bytes into the folder OUT.
   std::optional<uint64_t> max_shard_bytes;
   bool dedupe_tied = false;  // safetensors only
+  // A folder IN shrunk (or converted to torch) into a folder OUT in parts
+  // (ops/parts.h, ShrinkFolder); not with in_place or to_safetensors.
+  PartSpec part;
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
 };
 
@@ -45,12 +49,13 @@ struct RequestWords {
   const char* to_safetensors;
   const char* max_shard_size;
   const char* dedupe_tied;
+  const char* part;
 };
 inline constexpr RequestWords kFlagWords = {"use",      "--verify", "--dry-run",          "--in-place",
                                             "--force",  "--dtype",  "--select",           "--to safetensors",
-                                            "--max-shard-size", "--dedupe-tied"};
+                                            "--max-shard-size", "--dedupe-tied", "--part"};
 inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",        "in_place",       "force",
-                                              "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied"};
+                                              "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
 
 // The format a file name says: ".safetensors" safetensors; ".bin", ".pt",
 // ".pth", ".ckpt" torch; a trailing ".zst" ignored. nullopt for others.
