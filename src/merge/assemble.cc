@@ -127,7 +127,7 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
     if (w.start != cursor)
       return Status::Internal("the plan's pieces of " + tensor.name + " do not tile it: element " +
                               std::to_string(cursor) + " is next, a piece starts at " + std::to_string(w.start));
-    if (!readers[k]) readers[k] = std::make_unique<PieceReader>(p, sources_[p.file], window);
+    if (!readers[k]) readers[k] = std::make_unique<PieceReader>(p, sources_[p.file], window, &deflated_);
     PieceReader& reader = *readers[k];
     const bool copy = p.dtype == tensor.dtype;
     const uint32_t piece_size = torch::Info(p.dtype).itemsize;

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "merge/piece_reader.h"
 #include "merge/plan.h"
 #include "torch/archive_writer.h"
 #include "torch/cast.h"
@@ -59,6 +60,7 @@ class TensorAssembler {
 
  private:
   std::span<const SourceFile> sources_;
+  DeflatedRecords deflated_;  // kept open across tensors
   size_t buffer_bytes_;
   std::vector<std::byte> in_;
   std::vector<std::byte> out_;

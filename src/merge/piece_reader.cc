@@ -22,8 +22,22 @@ constexpr uint64_t kMinRunsPerWindow = 16;
 
 }  // namespace
 
-PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes)
-    : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize) {
+const RandomSource& DeflatedRecords::Open(const SourceFile& file, const Piece& piece) {
+  for (size_t i = 0; i < open_.size(); ++i) {
+    if (open_[i].file == file.source && open_[i].data_offset == piece.deflated.data_offset) {
+      std::rotate(open_.begin() + static_cast<std::ptrdiff_t>(i), open_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  open_.end());
+      return *open_.back().bytes;
+    }
+  }
+  if (open_.size() == kOpen) open_.erase(open_.begin());
+  open_.push_back({file.source, piece.deflated.data_offset, zip::OpenEntry(*file.source, piece.deflated)});
+  return *open_.back().bytes;
+}
+
+PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes, DeflatedRecords* records)
+    : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize),
+      records_(records != nullptr ? records : &own_records_) {
   left_ = NumelOf(piece.sizes);
   window_capacity_ = std::max<size_t>(window_bytes, 64);
   // The view's dims without size-1 dims, C-contiguous neighbours merged;
@@ -114,10 +128,8 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
 Status PieceReader::ReadStorage(uint64_t pos, std::span<std::byte> dst) {
   bytes_read_ += dst.size();
   if (piece_.transform == Transform::kNone) return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
-  if (piece_.transform == Transform::kDeflate) {
-    if (inflated_ == nullptr) inflated_ = zip::OpenEntry(*file_.source, piece_.deflated);
-    return ReadExactAt(*inflated_, piece_.data_offset + pos, dst);
-  }
+  if (piece_.transform == Transform::kDeflate)
+    return ReadExactAt(records_->Open(file_, piece_), piece_.data_offset + pos, dst);
   // A decompressed stream goes forward only: going back starts it again.
   if (stream_ == nullptr || pos < stream_pos_) {
     stream_.reset();
