@@ -3,7 +3,7 @@
 // checked, over a pipe of an in-memory Env. A file read to its end from a
 // pipe must read by path too (ReadCheckpoint), with the same tensors and
 // storages.
-// fuzz-seeds: fixtures/torch/*.pt fixtures/zip/*.pt
+// fuzz-seeds: fixtures/torch/*.pt fixtures/zip/*.pt fuzz/seeds/regressions/*
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

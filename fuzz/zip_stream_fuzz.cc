@@ -4,7 +4,7 @@
 // size the header states, or skipped; then the central directory checked.
 // An archive read to its end from a pipe must read by path too (zip/archive.h),
 // with the same entries at the same offsets.
-// fuzz-seeds: fixtures/torch/*.pt fixtures/zip/*.pt fixtures/bad/*.pt
+// fuzz-seeds: fixtures/torch/*.pt fixtures/zip/*.pt fixtures/bad/*.pt fuzz/seeds/regressions/*
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -415,7 +415,7 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
       Consume(desc, /*data=*/false, nullptr);
       entry_.size_known = true;
       entry_.size = done_;
-      seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, entry_.size, crc_});
+      seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.method, entry_.size, entry_.size, crc_});
       state_ = State::kBetween;
       return Status::OK();
     }
@@ -475,7 +475,7 @@ Status StreamReader::FinishEntryImpl() {
     Consume(static_cast<size_t>(std::min<uint64_t>(avail, entry_.size - done_)), /*data=*/true, nullptr);
   }
   ZF_TRY(CheckDescriptor(entry_.size));
-  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, entry_.size, crc_});
+  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.method, entry_.size, entry_.size, crc_});
   state_ = State::kBetween;
   return Status::OK();
 }
@@ -538,7 +538,7 @@ Status StreamReader::FinishInflated() {
                        std::to_string(stated_compressed_),
                    entry_.data_offset + compressed);
   ZF_TRY(CheckDescriptor(compressed));
-  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.size, compressed, crc_});
+  seen_.push_back(Seen{entry_.name, entry_.header_offset, entry_.method, entry_.size, compressed, crc_});
   state_ = State::kBetween;
   return Status::OK();
 }
@@ -596,6 +596,9 @@ Status StreamReader::FinishImpl() {
     } else if (c.header_offset != s.header_offset) {
       what = "places the entry at " + std::to_string(c.header_offset) + ", the stream at " +
              std::to_string(s.header_offset);
+    } else if (c.method != s.method) {
+      what = "gives compression method " + DescribeMethod(c.method) + ", the local header " +
+             DescribeMethod(s.method);
     } else if (c.size != s.size || c.compressed_size != s.compressed_size) {
       what = "gives " + std::to_string(c.compressed_size) + " and " + std::to_string(c.size) +
              " bytes (compressed and not), the stream had " + std::to_string(s.compressed_size) + " and " +

@@ -145,6 +145,7 @@ class StreamReader {
   struct Seen {
     std::string name;
     uint64_t header_offset;
+    uint16_t method;
     uint64_t size;
     uint64_t compressed_size;
     uint32_t crc32;
