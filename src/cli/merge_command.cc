@@ -263,17 +263,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
   w.BeginArray();
   for (const std::string& f : r.removed) w.String(f);
   w.EndArray();
-  std::vector<std::string> paths;
-  std::vector<uint64_t> bytes;
-  for (const ops::MergeOutputFile& f : r.files) {
-    paths.push_back(f.path);
-    bytes.push_back(f.bytes);
-  }
-  WritePartsJson(w, part, paths, bytes, r.file_parts);
-  w.Key("skipped");
-  w.BeginArray();
-  for (const std::string& f : r.skipped) w.String(f);
-  w.EndArray();
+  WritePartsJson(w, part, r.parts);
   w.Key("tensor_bytes");
   w.Uint(r.tensor_bytes);
   w.Key("bytes_read");
@@ -438,9 +428,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   } else if (!quiet) {
     if (options.dry_run) PrintPlan(*r);
     PrintSummary(*r, out, options.dry_run);
-    std::vector<uint64_t> bytes;
-    for (const ops::MergeOutputFile& f : r->files) bytes.push_back(f.bytes);
-    std::string part = PartSummary(options.part, bytes, r->file_parts, r->skipped.size());
+    std::string part = PartSummary(options.part, r->parts, !r->index.empty());
     if (!part.empty()) std::printf("%s\n", part.c_str());
   }
   return kExitOk;

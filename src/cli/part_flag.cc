@@ -17,48 +17,55 @@ Result<ops::PartSpec> ApplyPartFlag(const ParsedArgs& args) {
   return ops::ParsePart(*v);
 }
 
-void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const std::vector<std::string>& paths,
-                    const std::vector<uint64_t>& bytes, const std::vector<uint32_t>& file_parts) {
+void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const ops::PartFiles& files) {
   w.Key("parts");
   if (part.kind != ops::PartSpec::Kind::kPart) {
     w.Null();
-    return;
-  }
-  w.BeginArray();
-  for (uint32_t p = 0; p < part.count; ++p) {
-    uint64_t total = 0;
-    w.BeginObject();
-    w.Key("part");
-    w.Uint(p);
-    w.Key("files");
+  } else {
     w.BeginArray();
-    for (size_t k = 0; k < paths.size(); ++k) {
-      if (file_parts[k] != p) continue;
-      w.String(paths[k]);
-      total += bytes[k];
+    for (uint32_t p = 0; p < part.count; ++p) {
+      uint64_t total = 0;
+      w.BeginObject();
+      w.Key("part");
+      w.Uint(p);
+      w.Key("files");
+      w.BeginArray();
+      for (size_t k = 0; k < files.paths.size(); ++k) {
+        if (files.file_parts[k] != p) continue;
+        w.String(files.paths[k]);
+        total += files.bytes[k];
+      }
+      w.EndArray();
+      w.Key("bytes");
+      w.Uint(total);
+      w.EndObject();
     }
     w.EndArray();
-    w.Key("bytes");
-    w.Uint(total);
-    w.EndObject();
   }
+  w.Key("skipped");
+  w.BeginArray();
+  for (const std::string& f : files.skipped) w.String(f);
   w.EndArray();
 }
 
-std::string PartSummary(const ops::PartSpec& part, const std::vector<uint64_t>& bytes,
-                        const std::vector<uint32_t>& file_parts, size_t skipped) {
+bool InThisPart(const ops::PartSpec& part, const ops::PartFiles& files, size_t k) {
+  return part.kind == ops::PartSpec::Kind::kPart && k < files.file_parts.size() && files.file_parts[k] == part.index;
+}
+
+std::string PartSummary(const ops::PartSpec& part, const ops::PartFiles& files, bool index) {
   if (part.kind == ops::PartSpec::Kind::kFinish)
-    return "finish: " + std::to_string(bytes.size()) + " files complete, index written";
+    return "finish: " + std::to_string(files.paths.size()) + " files complete" + (index ? ", index written" : "");
   if (part.kind != ops::PartSpec::Kind::kPart) return "";
-  size_t files = 0;
+  size_t mine = 0;
   uint64_t total = 0;
-  for (size_t k = 0; k < bytes.size(); ++k) {
-    if (file_parts[k] != part.index) continue;
-    ++files;
-    total += bytes[k];
+  for (size_t k = 0; k < files.paths.size(); ++k) {
+    if (!InThisPart(part, files, k)) continue;
+    ++mine;
+    total += files.bytes[k];
   }
-  return "part " + std::to_string(part.index) + "/" + std::to_string(part.count) + ": " + std::to_string(files) +
-         " of " + std::to_string(bytes.size()) + " files, " + HumanBytes(total) +
+  const size_t skipped = files.skipped.size();
+  return "part " + std::to_string(part.index) + "/" + std::to_string(part.count) + ": " + std::to_string(mine) +
+         " of " + std::to_string(files.paths.size()) + " files, " + HumanBytes(total) +
          (skipped ? " (" + std::to_string(skipped) + " already complete, skipped)" : "") +
          "; run --part finish after every part";
 }

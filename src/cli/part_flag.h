@@ -21,16 +21,20 @@ FlagSpec PartFlagSpec();
 // The --part of args (kAll when absent); kInvalidArgument with the reason.
 Result<ops::PartSpec> ApplyPartFlag(const ParsedArgs& args);
 
-// Under key "parts": for I/N, each part's index, files and bytes; for the
-// other kinds, null. `paths` and `bytes` are the output files in plan order
-// and `file_parts` their parts.
-void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const std::vector<std::string>& paths,
-                    const std::vector<uint64_t>& bytes, const std::vector<uint32_t>& file_parts);
+// Two keys of a command's --json document: "parts", for I/N each part's
+// index, files and bytes (every part's: the plan is the same for all), for
+// the other kinds null; "skipped", the files this part found complete and
+// did not rewrite ([] otherwise).
+void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const ops::PartFiles& files);
 
-// One line for the text summary: "part I/N: K of M files, BYTES", or
-// "finish: M files complete"; "" without --part.
-std::string PartSummary(const ops::PartSpec& part, const std::vector<uint64_t>& bytes,
-                        const std::vector<uint32_t>& file_parts, size_t skipped);
+// One line for the text summary: "part I/N: K of M files, BYTES (S already
+// complete, skipped); run --part finish after every part", or "finish: M
+// files complete" and ", index written" when `index`; "" without --part.
+std::string PartSummary(const ops::PartSpec& part, const ops::PartFiles& files, bool index);
+
+// True when file k of `files` belongs to this run's part (I/N); false for
+// the other kinds.
+bool InThisPart(const ops::PartSpec& part, const ops::PartFiles& files, size_t k);
 
 }  // namespace zerofold::cli
 

@@ -1,6 +1,7 @@
 // zerofold shrink IN OUT, zerofold convert IN OUT: one parser, one request.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -148,11 +149,13 @@ std::vector<FlagSpec> ShrinkFlags() {
 
 const std::vector<FlagSpec> kShrinkFlags = ShrinkFlags();
 
-void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run) {
+// `complete`: a --part run found the output complete and did not rewrite it.
+void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run, bool complete) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
                EscapeForDisplay(r.input, Backslash::kEscape).c_str(), EscapeForDisplay(r.output, Backslash::kEscape).c_str(),
                HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
-               r.storages_before, r.storages_after, dry_run ? " [dry run]" : "");
+               r.storages_before, r.storages_after,
+               complete ? " [already complete, skipped]" : dry_run ? " [dry run]" : "");
   if (r.copied_unchanged)
     std::fprintf(out, "  already compact: %s\n", r.input == r.output ? "left untouched" : "copied unchanged");
   if (dry_run)
@@ -304,8 +307,8 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
-    PrintConvertReport(*outcome->converted, options.dry_run, quiet || as_json, to_stdout);
-    if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, options.dry_run).c_str());
+    PrintConvertReport(*outcome->converted, request.part, options.dry_run, quiet || as_json, to_stdout);
+    if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run).c_str());
     return kExitOk;
   }
   const std::vector<ops::ShrinkReport>& reports = outcome->files;
@@ -318,6 +321,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     w.BeginArray();
     for (const ops::ShrinkReport& r : reports) WriteReportJson(w, r);
     w.EndArray();
+    WritePartsJson(w, request.part, outcome->parts);
     w.Key("removed_temp_files");
     w.BeginArray();
     for (const std::string& p : removed_temps) w.String(p);
@@ -328,12 +332,16 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   } else if (!quiet) {
     uint64_t before = 0, after = 0;
     std::FILE* text_out = to_stdout ? stderr : stdout;
+    const ops::PartFiles& parts = outcome->parts;
+    const bool finish = request.part.kind == ops::PartSpec::Kind::kFinish;
     for (const ops::ShrinkReport& r : reports) {
-      PrintReport(text_out, r, options.dry_run);
+      if (finish) break;  // the parts wrote the shards; finish checked them
+      const bool complete = std::find(parts.skipped.begin(), parts.skipped.end(), r.output) != parts.skipped.end();
+      PrintReport(text_out, r, options.dry_run, complete);
       before += r.input_file_bytes;
       after += r.output_file_bytes;
     }
-    if (reports.size() > 1)
+    if (request.part.kind == ops::PartSpec::Kind::kAll && reports.size() > 1)
       std::fprintf(text_out, "total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
     if (options.verify) {
       size_t tensors = 0;
@@ -344,6 +352,8 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
       }
       std::fprintf(text_out, "verified %zu tensors, %llu bytes\n", tensors, static_cast<unsigned long long>(bytes));
     }
+    if (std::string line = PartSummary(request.part, parts, !outcome->index.empty()); !line.empty())
+      std::fprintf(text_out, "%s\n", line.c_str());
   }
   return kExitOk;
 }

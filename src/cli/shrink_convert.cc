@@ -1,8 +1,10 @@
 #include "cli/shrink_convert.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
+#include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "model/listing_json.h"
@@ -16,27 +18,34 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Uint(bytes);
 }
 
-void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet, bool to_stdout) {
+void PrintConvertReport(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run, bool quiet,
+                        bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
   if (quiet) return;
   std::FILE* out_file = to_stdout ? stderr : stdout;
   const std::string in = r.inputs.size() == 1 ? r.inputs[0] : std::to_string(r.inputs.size()) + " files";
+  const bool all = part.kind == ops::PartSpec::Kind::kAll;
   uint64_t out = 0;
-  for (const ops::OutputFile& f : r.files) {
-    std::fprintf(out_file, "%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(), f.tensors,
-                dry_run ? " [dry run]" : "");
+  for (size_t k = 0; k < r.files.size(); ++k) {
+    const ops::OutputFile& f = r.files[k];
+    if (!all && !InThisPart(part, r.parts, k)) continue;
+    const bool complete = std::find(r.parts.skipped.begin(), r.parts.skipped.end(), f.path) != r.parts.skipped.end();
+    std::fprintf(out_file, "%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(),
+                 f.tensors, complete ? " [already complete, skipped]" : dry_run ? " [dry run]" : "");
     out += f.bytes;
   }
   if (!r.index.empty()) std::fprintf(out_file, "index %s: total_size %llu\n", r.index.c_str(),
                                     static_cast<unsigned long long>(r.total_size));
-  if (r.files.size() > 1)
+  if (all && r.files.size() > 1)
     std::fprintf(out_file, "total: %s -> %s\n", HumanBytes(r.input_bytes).c_str(), HumanBytes(out).c_str());
+  if (std::string line = PartSummary(part, r.parts, !r.index.empty()); !line.empty())
+    std::fprintf(out_file, "%s\n", line.c_str());
   if (r.verified_tensors > 0)
     std::fprintf(out_file, "verified %zu tensors, %llu bytes\n", r.verified_tensors,
                  static_cast<unsigned long long>(r.verified_bytes));
 }
 
-std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
+std::string ConvertReportJson(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run) {
   json::Writer w = model::NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
@@ -64,6 +73,7 @@ std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run) {
   w.Uint(r.total_size);
   model::WriteStringArray(w, "copied", r.copied);
   model::WriteStringArray(w, "removed", r.removed);
+  WritePartsJson(w, part, r.parts);
   if (r.verified_tensors > 0) WriteVerified(w, r.verified_tensors, r.verified_bytes);
   w.Key("warnings");
   w.BeginArray();

@@ -9,19 +9,24 @@
 
 #include "json/writer.h"
 #include "ops/convert.h"
+#include "ops/parts.h"
 
 namespace zerofold::cli {
 
 // Prints r's warnings on stderr and, unless quiet, one line per file written
 // (and the verification's totals) on stdout, or on stderr when standard
-// output carries the data (to_stdout).
-void PrintConvertReport(const ops::ConvertReport& r, bool dry_run, bool quiet, bool to_stdout);
+// output carries the data (to_stdout). With --part I/N: the lines of the
+// part's files (those found complete say so) and PartSummary's line;
+// finish: PartSummary's line and the index.
+void PrintConvertReport(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run, bool quiet,
+                        bool to_stdout);
 
 // "verified_tensors": N, "verified_bytes": M (--verify's totals).
 void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes);
 
 // The --json document of a conversion.
-std::string ConvertReportJson(const ops::ConvertReport& r, bool dry_run);
+// With --part, "parts" and "skipped" as merge has them (WritePartsJson).
+std::string ConvertReportJson(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run);
 
 }  // namespace zerofold::cli
 

@@ -150,64 +150,57 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   if (part.kind != ops::PartSpec::Kind::kAll && target.single_file)
     return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
         .WithPath(out);
-  if (part.kind == ops::PartSpec::Kind::kPart) {
-    std::vector<uint64_t> file_bytes;
-    for (const MergeOutputFile& f : report->files) file_bytes.push_back(f.bytes);
-    report->part_count = part.count;
-    report->file_parts = ops::AssignParts(file_bytes, part.count);
+  ops::PartFiles part_files;
+  for (const MergeOutputFile& f : report->files) {
+    part_files.paths.push_back(f.path);
+    part_files.bytes.push_back(f.bytes);
   }
   auto mine = [&](size_t k) {
     return part.kind == ops::PartSpec::Kind::kAll ||
-           (part.kind == ops::PartSpec::Kind::kPart && report->file_parts[k] == part.index);
+           (part.kind == ops::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index);
   };
 
   // Refuse to replace files unasked, and never write onto an input, by any
   // name. In a folder OUT, the files of an earlier save count too: --force
   // replaces that save whole (its other shards are removed), as
-  // save_pretrained does. A part checks only its own files: those present
-  // with their planned size are complete (written atomically) and skipped.
+  // save_pretrained does. Parts and finish treat an earlier save's files
+  // that this plan does not write the same way (refused without --force,
+  // removed by finish with it); a part's own files present with their
+  // planned size are complete (written atomically) and skipped.
+  std::vector<std::string> earlier;  // a folder OUT's earlier save
+  if (!target.single_file) {
+    ZF_ASSIGN_OR_RETURN(earlier, ops::EarlierSave(env, out, report->format));
+  }
+  ZF_TRY(ops::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
+  if (part.kind != ops::PartSpec::Kind::kAll) report->parts = part_files;
   std::vector<std::string> targets;
   for (size_t k = 0; k < report->files.size(); ++k)
     if (mine(k)) targets.push_back(report->files[k].path);
   if (!report->index.empty() && part.kind != ops::PartSpec::Kind::kPart) targets.push_back(report->index);
-  std::vector<std::string> earlier;  // a folder OUT's earlier save
-  if (!target.single_file && part.kind == ops::PartSpec::Kind::kAll) {
-    ZF_ASSIGN_OR_RETURN(earlier, ops::EarlierSave(env, out, report->format));
-  }
   std::vector<std::string> replaced = targets;
   replaced.insert(replaced.end(), earlier.begin(), earlier.end());
   ZF_TRY(ops::RefuseInputTargets(env, inputs, replaced, "is an input file of the merge"));
-  std::vector<bool> skip(report->files.size(), false);  // a part's files already complete
-  if (part.kind == ops::PartSpec::Kind::kPart && !options.force) {
-    for (size_t k = 0; k < report->files.size(); ++k) {
-      if (!mine(k)) continue;
-      ZF_ASSIGN_OR_RETURN(bool complete, ops::FileComplete(env, report->files[k].path, report->files[k].bytes));
-      skip[k] = complete;
-      if (complete) report->skipped.push_back(report->files[k].path);
-    }
-  } else if (part.kind == ops::PartSpec::Kind::kAll) {
-    for (const std::string& t : targets) {
-      if (!options.force && env->FileExists(t))
-        return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
-    }
-    if (!options.force && !earlier.empty())
+  if (part.kind == ops::PartSpec::Kind::kAll && !options.force) {
+    for (const std::string& t : targets)
+      if (env->FileExists(t)) return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+    if (!earlier.empty())
       return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
           .WithPath(earlier.front());
+  } else if (!options.force) {
+    for (const std::string& e : earlier)
+      if (!written.count(e.substr(e.rfind('/') + 1)))
+        return Status::InvalidArgument(
+                   "is part of an earlier save in the output folder, not of this plan; use --force (with every "
+                   "part and finish) to replace that save: --part finish then removes it")
+            .WithPath(e);
   }
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
 
   if (part.kind == ops::PartSpec::Kind::kFinish) {
-    // Every file written by its part: the index and the removal of an
-    // earlier save's other files come last, so a half-done output never
-    // has an index.
-    std::vector<std::string> paths;
-    std::vector<uint64_t> sizes;
-    for (const MergeOutputFile& f : report->files) {
-      paths.push_back(f.path);
-      sizes.push_back(f.bytes);
-    }
-    ZF_TRY(ops::CheckPartsComplete(env, paths, sizes));
+    // Every file was written by its part (SelectPartFiles checked): the
+    // index and the removal of an earlier save's other files come last,
+    // so a half-done output never has an index.
     if (!report->index.empty()) {
       if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
         return s.WithPath(report->index);
@@ -221,7 +214,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   uint64_t done = 0;
   uint64_t total = 0;
   for (size_t k = 0; k < report->files.size(); ++k)
-    if (mine(k) && !skip[k])
+    if (part_files.write[k])
       for (size_t i : report->files[k].entries) total += entry_bytes[i];
   WriteProgress progress = [&](uint64_t n) {
     done += n;
@@ -230,7 +223,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   std::vector<size_t> to_write;  // indexes into report->files
   std::vector<std::unique_ptr<AtomicFileSink>> sinks;
   for (size_t k = 0; k < report->files.size(); ++k) {
-    if (!mine(k) || skip[k]) continue;
+    if (!part_files.write[k]) continue;
     const MergeOutputFile& f = report->files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
     // The file sink writes on its own thread (io/direct_writer.h); Flush
@@ -254,7 +247,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     for (size_t k = 0; k < report->files.size(); ++k) {
       if (!mine(k)) continue;
       Result<std::unique_ptr<RandomSource>> back =
-          skip[k] ? env->OpenRandom(report->files[k].path) : sinks[next_sink++]->OpenWritten();
+          part_files.write[k] ? sinks[next_sink++]->OpenWritten() : env->OpenRandom(report->files[k].path);
       if (!back.ok()) return Status(back.status()).WithPath(report->files[k].path);
       backs.push_back(std::move(*back));
       readers.push_back(backs.back().get());

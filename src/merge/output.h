@@ -83,10 +83,9 @@ struct OutputReport {
   bool verified = false;
   size_t verified_tensors = 0;
   uint64_t verified_bytes = 0;
-  // --part I/N: the part of every file of `files` (ops::AssignParts), and N.
-  std::vector<uint32_t> file_parts;
-  uint32_t part_count = 0;
-  std::vector<std::string> skipped;  // a part's files found complete, not rewritten
+  // With --part: every file of `files`, its part and what this run wrote
+  // (ops::SelectPartFiles); empty paths without --part.
+  ops::PartFiles parts;
 };
 
 // Plans the files of `layout` (entries of `plan`) at `out` and, unless

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/zstd_stream.h"
+#include "ops/parts.h"
 #include "ops/sharding.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -54,6 +55,14 @@ struct ConvertOptions {
   size_t buffer_bytes = size_t{4} << 20;
   // Called with tensor bytes written so far and the total.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // --part (ops/parts.h; folder output only, else kInvalidArgument): kPart
+  // writes only its files (SelectPartFiles: those complete skipped, also
+  // checked with verify), no index, nothing copied or removed; kFinish
+  // checks every file and then writes what one run writes last (the index,
+  // the copies, the removal of stale shards).
+  PartSpec part;
+  // With kPart: rewrite the part's files even when complete.
+  bool force = false;
 };
 
 struct OutputFile {
@@ -73,6 +82,9 @@ struct ConvertReport {
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message), for stderr
   size_t verified_tensors = 0;  // verify: tensors compared
   uint64_t verified_bytes = 0;  // verify: their logical bytes
+  // With --part: every file of `files`, its part and what this run wrote
+  // (ops::SelectPartFiles); empty paths without --part.
+  PartFiles parts;
 };
 
 // A checkpoint read for conversion, with its source kept open.

@@ -55,8 +55,10 @@ Result<bool> FileComplete(Env* env, const std::string& path, uint64_t planned_by
   if (!env->FileExists(path)) return false;
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> file, env->OpenRandom(path));
   if (file->size() != planned_bytes)
-    return Status::InvalidArgument("exists with " + std::to_string(file->size()) + " bytes, not the planned " +
-                                   std::to_string(planned_bytes) + "; use --force to replace it")
+    return Status::InvalidArgument("exists with " + std::to_string(file->size()) + " bytes, not the " +
+                                   std::to_string(planned_bytes) +
+                                   " this plan gives it (a file of another save, or of other flags); rerun "
+                                   "this part with --force to rewrite its files")
         .WithPath(path);
   return true;
 }
@@ -70,6 +72,26 @@ Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const
       return Status::Corrupt("has " + std::to_string(file->size()) + " bytes, not the planned " +
                              std::to_string(bytes[k]) + "; rerun its part with --force")
           .WithPath(paths[k]);
+  }
+  return Status::OK();
+}
+
+Status SelectPartFiles(Env* env, const PartSpec& part, bool force, bool dry_run, PartFiles& files) {
+  const size_t n = files.paths.size();
+  files.write.assign(n, part.kind == PartSpec::Kind::kAll);
+  files.skipped.clear();
+  files.file_parts.clear();
+  if (part.kind == PartSpec::Kind::kFinish) return dry_run ? Status::OK() : CheckPartsComplete(env, files.paths, files.bytes);
+  if (part.kind != PartSpec::Kind::kPart) return Status::OK();
+  files.file_parts = AssignParts(files.bytes, part.count);
+  for (size_t k = 0; k < n; ++k) {
+    if (files.file_parts[k] != part.index) continue;
+    bool complete = false;
+    if (!force) {
+      ZF_ASSIGN_OR_RETURN(complete, FileComplete(env, files.paths[k], files.bytes[k]));
+    }
+    files.write[k] = !complete;
+    if (complete) files.skipped.push_back(files.paths[k]);
   }
   return Status::OK();
 }

@@ -37,12 +37,34 @@ std::vector<uint32_t> AssignParts(const std::vector<uint64_t>& file_bytes, uint3
 
 // A planned output file is complete when it exists with exactly the
 // planned size (outputs are written atomically, so a present file was
-// committed whole). False when absent; the size error of another size.
+// committed whole). False when absent; kInvalidArgument (path: the file)
+// giving both sizes and naming --force when present with another size.
 Result<bool> FileComplete(Env* env, const std::string& path, uint64_t planned_bytes);
 
 // For --part finish: kCorrupt naming the first planned file that is absent
 // or of another size, with the part that writes it.
 Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const std::vector<uint64_t>& bytes);
+
+// The planned output files of one run, and what --part makes of them.
+// Callers fill paths and bytes (every file of the plan, in plan order,
+// whatever the part); SelectPartFiles fills the rest.
+struct PartFiles {
+  std::vector<std::string> paths;    // every planned output file
+  std::vector<uint64_t> bytes;       // each one's exact planned size
+  std::vector<uint32_t> file_parts;  // kPart: each file's part (AssignParts over bytes); else empty
+  std::vector<bool> write;           // whether this run writes each file
+  std::vector<std::string> skipped;  // kPart: the part's files found complete, not rewritten
+};
+
+// Decides which files this run writes:
+//   kAll     every file;
+//   kPart    the files of part `index`, except those already complete
+//            (FileComplete) unless `force`; a file present with another
+//            size is kInvalidArgument naming it, its size and the planned
+//            size (with `force` it is rewritten);
+//   kFinish  none; unless dry_run, CheckPartsComplete over every file.
+// REQUIRES: files.paths.size() == files.bytes.size().
+Status SelectPartFiles(Env* env, const PartSpec& part, bool force, bool dry_run, PartFiles& files);
 
 }  // namespace zerofold::ops
 

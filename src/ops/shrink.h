@@ -118,8 +118,9 @@ struct FolderReport {
   std::vector<std::string> copied;   // other files copied (config, tokenizer, ...)
   std::string index;                 // index file written ("" when none)
   uint64_t total_size = 0;           // the index's metadata.total_size
-  std::vector<uint32_t> file_parts;  // --part I/N: the part of every shard, in input order
-  std::vector<std::string> skipped;  // a part's outputs found complete, not rewritten
+  // With --part: every output shard, its part and what this run wrote
+  // (ops::SelectPartFiles); empty paths without --part.
+  PartFiles parts;
 };
 
 // Shrinks a Hugging Face folder with pytorch_model.bin.index.json (and a
@@ -135,10 +136,13 @@ struct FolderReport {
 // written as the torch file transformers names alike
 // ("model-00001-of-00002.safetensors" -> "pytorch_model-00001-of-00002.bin"),
 // with pytorch_model.bin.index.json naming those files.
-// With `part` (ops/parts.h) kPart: only the part's shards (divided by
-// input bytes), those present with their planned size skipped unless
-// `force`, no index, nothing copied; kFinish: kCorrupt naming the first
-// shard absent or of another size, else the index and the copies.
+// The copies come before the index, so a folder with an index is complete.
+// With `part` (ops/parts.h), every shard is planned first (metadata only)
+// and the output shards divided by their planned bytes (SelectPartFiles).
+// kPart: only the part's shards, those present with their planned size
+// skipped unless `force` (with verify, checked as written ones are), no
+// index, nothing copied; kFinish: kCorrupt naming the first shard absent or
+// of another size (OUT is not created), else the copies and the index.
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options, const PartSpec& part = {}, bool force = false);
 

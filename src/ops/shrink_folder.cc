@@ -7,6 +7,7 @@
 #include "ops/convert.h"
 #include "ops/parts.h"
 #include "ops/shrink.h"
+#include "ops/verify.h"
 
 namespace zerofold::ops {
 
@@ -91,56 +92,56 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     for (const std::string& in : inputs) targets.push_back(model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))));
     ZF_TRY(RefuseInputTargets(env, inputs, targets, "would replace an input file"));
   }
-  if (!options.dry_run && !in_place) ZF_TRY(env->CreateDirs(output));
-
   FolderReport report;
-  // With --part (ops/parts.h): the shards divided by input bytes; a part
-  // shrinks only its own, skipping those already complete (present with
-  // the planned size); finish plans every shard (metadata only), checks
-  // they are all complete, then writes the index and copies the rest.
-  if (part.kind == PartSpec::Kind::kPart) {
-    std::vector<uint64_t> in_bytes;
-    for (const std::string& shard : shards) {
-      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> file, env->OpenRandom(shard));
-      in_bytes.push_back(file->size());
+  std::vector<std::string> targets;  // output/TorchName(shard), per shard
+  for (const std::string& shard : shards) targets.push_back(model::JoinPath(output, TorchName(shard.substr(shard.rfind('/') + 1))));
+  // With --part (ops/parts.h): every shard is planned first (metadata
+  // only), so every part divides the same output files by their planned
+  // bytes; a part shrinks only its own, skipping those already complete;
+  // finish checks they all are, then writes the index and copies the rest.
+  std::vector<ShrinkReport> planned;
+  if (part.kind != PartSpec::Kind::kAll) {
+    ShrinkOptions plan_only = options;
+    plan_only.dry_run = true;
+    for (size_t k = 0; k < shards.size(); ++k) {
+      ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], targets[k], plan_only));
+      report.parts.paths.push_back(targets[k]);
+      report.parts.bytes.push_back(r.output_file_bytes);
+      planned.push_back(std::move(r));
     }
-    report.file_parts = AssignParts(in_bytes, part.count);
+    ZF_TRY(SelectPartFiles(env, part, force, options.dry_run, report.parts));
   }
-  ShrinkOptions plan_only = options;
-  plan_only.dry_run = true;
+  // finish writes no shard: OUT holds the parts' shards already.
+  if (!options.dry_run && !in_place && part.kind != PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
   std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
-  std::vector<std::string> out_paths;
-  std::vector<uint64_t> out_bytes;
   for (size_t k = 0; k < shards.size(); ++k) {
-    const std::string& shard = shards[k];
-    std::string base = shard.substr(shard.rfind('/') + 1);
-    std::string to = model::JoinPath(output, TorchName(base));
-    handled.insert(base);
-    if (part.kind == PartSpec::Kind::kPart && report.file_parts[k] != part.index) continue;
-    bool plan_first = part.kind == PartSpec::Kind::kFinish || (part.kind == PartSpec::Kind::kPart && !force);
-    if (plan_first) {
-      Result<ShrinkReport> planned = ShrinkFile(env, shard, to, plan_only);
-      if (!planned.ok()) return planned.status();
-      out_paths.push_back(to);
-      out_bytes.push_back(planned->output_file_bytes);
-      if (part.kind == PartSpec::Kind::kFinish) {
-        report.shards.push_back(*planned);
-        continue;
-      }
-      ZF_ASSIGN_OR_RETURN(bool complete, FileComplete(env, to, planned->output_file_bytes));
-      if (complete) {
-        report.skipped.push_back(to);
-        report.shards.push_back(*planned);
+    handled.insert(shards[k].substr(shards[k].rfind('/') + 1));
+    if (part.kind == PartSpec::Kind::kFinish) {
+      report.shards.push_back(planned[k]);
+      continue;
+    }
+    if (part.kind == PartSpec::Kind::kPart) {
+      if (report.parts.file_parts[k] != part.index) continue;
+      if (!report.parts.write[k]) {
+        // Complete: with verify, checked as a written shard is.
+        if (options.verify && !options.dry_run) {
+          ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
+          ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(targets[k]));
+          ZF_ASSIGN_OR_RETURN(VerifyReport v, VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select}));
+          planned[k].verified = true;
+          planned[k].verified_tensors = v.tensors;
+          planned[k].verified_bytes = v.bytes;
+        }
+        report.shards.push_back(planned[k]);
         continue;
       }
     }
-    Result<ShrinkReport> r = ShrinkFile(env, shard, to, options);
-    if (!r.ok()) return r.status();
-    report.shards.push_back(*r);
+    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], targets[k], options));
+    report.shards.push_back(std::move(r));
   }
   if (part.kind == PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
-  if (part.kind == PartSpec::Kind::kFinish && !options.dry_run) ZF_TRY(CheckPartsComplete(env, out_paths, out_bytes));
+  std::string index_text;
   if (index != nullptr) {
     handled.insert(index->path.substr(index->path.rfind('/') + 1));
     // total_size: the nbytes of every name in weight_map, from the shards.
@@ -161,9 +162,11 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     out_index.total_size = total;
     report.total_size = total;
     report.index = out_index.path;
-    if (!options.dry_run) ZF_TRY(WriteSmallFile(env, out_index.path, model::FormatShardIndex(out_index)));
+    index_text = model::FormatShardIndex(out_index);
   }
-  if (!in_place && !options.dry_run) {
+  if (options.dry_run) return report;
+  // The copies before the index: a folder with an index is complete.
+  if (!in_place) {
     ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
     std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
     for (const DirEntry& e : entries) {
@@ -172,6 +175,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       report.copied.push_back(e.name);
     }
   }
+  if (index != nullptr) ZF_TRY(WriteSmallFile(env, report.index, index_text));
   return report;
 }
 

@@ -108,8 +108,12 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
                   w.to_safetensors + " writes one file)");
   if (r.part.kind != PartSpec::Kind::kAll) {
     if (r.in_place) return Refuse(Str(w.part) + " with " + w.in_place + " would leave IN half rewritten; give IN and OUT");
-    if (!in_folder || !folder) return Refuse(Str(w.part) + " divides the files of a folder IN into a folder OUT");
-    if (r.to_safetensors) return Refuse(Str(w.part) + " with " + w.to_safetensors + " is not supported yet (merge --part is)");
+    if (!folder || stream_out)
+      return Refuse(Str(w.part) + " divides the files of a folder OUT; '" + r.out +
+                    "' is one file, written by one run (end OUT with '/' for a folder)");
+    if (!in_folder && !r.to_safetensors)
+      return Refuse(Str(w.part) + " divides the shards of a folder IN, or the safetensors files of " +
+                    w.to_safetensors + "; '" + r.in + "' is one torch file");
   }
   return Status::OK();
 }
@@ -134,6 +138,8 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     convert.zstd = o.zstd;
     convert.buffer_bytes = o.buffer_bytes;
     convert.progress = o.progress;
+    convert.part = r.part;
+    convert.force = r.force;
     ZF_ASSIGN_OR_RETURN(ConvertReport report, r.to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)
                                                                : ShardTorchFile(env, r.in, r.out, convert));
     outcome.converted = std::move(report);
@@ -143,6 +149,8 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   } else if (in_folder) {
     ZF_ASSIGN_OR_RETURN(FolderReport report, ShrinkFolder(env, r.in, r.out, o, r.part, r.force));
     outcome.files = std::move(report.shards);
+    outcome.index = std::move(report.index);
+    outcome.parts = std::move(report.parts);
   } else {
     ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkFile(env, r.in, r.out, o));
     outcome.files.push_back(std::move(report));

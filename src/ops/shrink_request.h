@@ -31,8 +31,9 @@ struct ShrinkRequest {
   // Set: write shards of at most this many bytes into the folder OUT.
   std::optional<uint64_t> max_shard_bytes;
   bool dedupe_tied = false;  // safetensors only
-  // A folder IN shrunk (or converted to torch) into a folder OUT in parts
-  // (ops/parts.h, ShrinkFolder); not with in_place or to_safetensors.
+  // Parts of a folder OUT (ops/parts.h): a folder IN shrunk (or converted
+  // to torch) by ShrinkFolder, or any IN converted by ConvertToSafetensors;
+  // not with in_place.
   PartSpec part;
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
 };
@@ -83,6 +84,11 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& request, const RequestW
 struct ShrinkOutcome {
   std::vector<ShrinkReport> files;
   std::optional<ConvertReport> converted;
+  // A folder's (ShrinkFolder's; a conversion's are in `converted`): the
+  // index written ("" when none), and with --part every output file, its
+  // part and what this run wrote.
+  std::string index;
+  PartFiles parts;
 };
 
 // Carries the request out. REQUIRES: CheckShrinkRequest returned OK (the

@@ -157,33 +157,43 @@ class FileWriter {
     for (size_t i = 0; s.ok() && i < layout.tensors.size(); ++i)
       s = WriteTensor(writer, layout.tensors[i], *by_spec[layout.tensors[i].input_index]);
     if (s.ok()) s = writer.Finish();
-    if (s.ok() && options_.verify) s = Verify(*out, layout, by_spec, report);
+    if (s.ok() && options_.verify) {
+      Result<std::unique_ptr<RandomSource>> back = out->OpenWritten();
+      s = back.ok() ? Verify(**back, layout, by_spec, report) : back.status();
+    }
     if (s.ok()) s = out->Commit();
     if (!s.ok()) return s.WithPath(path);
     return Status::OK();
   }
 
+  // Reads the file at `path` (one this plan wrote before) and compares each
+  // tensor with its input's, as Write does with verify.
+  Status VerifyExisting(Env* env, const std::string& path, const safetensors::Layout& layout,
+                        const std::vector<const Item*>& by_spec, ConvertReport& report) {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(path));
+    return Verify(*back, layout, by_spec, report);
+  }
+
  private:
-  // Reads the file written back and compares each tensor with its input's.
-  Status Verify(io::NamedOutput& out, const safetensors::Layout& layout, const std::vector<const Item*>& by_spec,
-                ConvertReport& report) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, out.OpenWritten());
-    Result<CheckpointFile> written = ReadCheckpointFile(*back, options_.read, SafetensorsGraph::kSkip);
-    if (!written.ok()) return Status(written.status()).WithPath(back->name());
+  // Compares each tensor of the file `back` with its input's.
+  Status Verify(const RandomSource& back, const safetensors::Layout& layout,
+                const std::vector<const Item*>& by_spec, ConvertReport& report) {
+    Result<CheckpointFile> written = ReadCheckpointFile(back, options_.read, SafetensorsGraph::kSkip);
+    if (!written.ok()) return Status(written.status()).WithPath(back.name());
     const std::vector<torch::Tensor>& tensors = written->ckpt.tensors;  // in name order
     if (tensors.size() != layout.tensors.size())
       return Status::Corrupt("holds " + std::to_string(tensors.size()) + " tensors, not " +
                              std::to_string(layout.tensors.size()))
-          .WithPath(back->name());
+          .WithPath(back.name());
     std::vector<std::byte> buffer(std::max(options_.buffer_bytes, kMinDigestBuffer));
     for (const safetensors::PlannedTensor& planned : layout.tensors) {
       auto y = std::lower_bound(tensors.begin(), tensors.end(), planned.name,
                                 [](const torch::Tensor& t, const std::string& name) { return t.name < name; });
       if (y == tensors.end() || y->name != planned.name)
-        return Status::Corrupt("tensor missing from the file written").WithRecord(planned.name).WithPath(back->name());
+        return Status::Corrupt("tensor missing from the file written").WithRecord(planned.name).WithPath(back.name());
       const Item& item = *by_spec[planned.input_index];
       const Input& in = inputs_[item.input];
-      ZF_TRY(CompareTensorValues(*in.src, in.ckpt, in.ckpt.tensors[item.tensor], *back, written->ckpt, *y, buffer));
+      ZF_TRY(CompareTensorValues(*in.src, in.ckpt, in.ckpt.tensors[item.tensor], back, written->ckpt, *y, buffer));
       report.verified_tensors++;
       report.verified_bytes += y->nbytes();
     }
@@ -301,22 +311,27 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   }
   ZF_TRY(RefuseInputTargets(env, paths, targets, "would replace an input file"));
 
-  FileWriter writer(inputs, options, total);
-  if (folder && !options.dry_run) ZF_TRY(env->CreateDirs(output));
+  // Every file is planned (header and exact size) before any is written:
+  // each --part computes the same plan and writes only its own files.
+  struct PlannedFile {
+    safetensors::Layout layout;
+    std::vector<const Item*> by_spec;
+  };
+  std::vector<PlannedFile> planned;
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written_names;
   for (size_t k = 0; k < n; ++k) {
     const std::string name = name_of(k);
     const std::string path = path_of(k);
     std::vector<safetensors::TensorSpec> specs;
-    std::vector<const Item*> by_spec;
+    PlannedFile file;
     std::set<uint32_t> in_file;
     for (uint32_t i : plan.shards[k]) {
       const Item& it = items[i];
       const torch::Tensor& t = inputs[it.input].ckpt.tensors[it.tensor];
       std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
       specs.push_back({t.name, it.code, std::move(shape), it.nbytes});
-      by_spec.push_back(&it);
+      file.by_spec.push_back(&it);
       in_file.insert(i);
       if (folder && n > 1) weight_map.emplace_back(t.name, name);
     }
@@ -337,20 +352,51 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       return s.WithPath(path);
     }
     report.files.push_back({path, layout->file_size, specs.size()});
+    file.layout = std::move(layout).value();
+    planned.push_back(std::move(file));
     written_names.insert(name);
-    if (!options.dry_run) ZF_TRY(writer.Write(env, path, *layout, by_spec, report));
   }
-  if (!folder) return report;
+
+  const PartSpec& part = options.part;
+  if (part.kind != PartSpec::Kind::kAll && !folder)
+    return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
+        .WithPath(output);
+  PartFiles part_files;
+  for (const OutputFile& f : report.files) {
+    part_files.paths.push_back(f.path);
+    part_files.bytes.push_back(f.bytes);
+  }
+  ZF_TRY(SelectPartFiles(env, part, options.force, options.dry_run, part_files));
+  if (part.kind != PartSpec::Kind::kAll) report.parts = part_files;
+
+  uint64_t to_write = 0;  // tensor bytes this run writes, for progress
+  for (size_t k = 0; k < n; ++k)
+    if (part_files.write[k])
+      for (const Item* it : planned[k].by_spec) to_write += it->nbytes;
+  FileWriter writer(inputs, options, to_write);
+  // finish writes no checkpoint file: OUT holds the parts' files already.
+  if (folder && !options.dry_run && part.kind != PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
+  for (size_t k = 0; k < n && !options.dry_run; ++k) {
+    if (part_files.write[k]) {
+      ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
+    } else if (options.verify && part.kind == PartSpec::Kind::kPart && part_files.file_parts[k] == part.index) {
+      // A file found complete is checked as a written one is.
+      ZF_TRY(writer.VerifyExisting(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
+    }
+  }
+  if (!folder || part.kind == PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
 
   if (n > 1) {
     report.index = model::JoinPath(output, IndexFileName(ShardFormat::kSafetensors));
     written_names.insert(IndexFileName(ShardFormat::kSafetensors));
-    if (!options.dry_run) ZF_TRY(WriteIndex(env, report.index, total, weight_map));
   }
   if (options.dry_run) return report;
+  // The copies before the index, the index before stale shards go: a
+  // folder with an index is complete.
   if (folder_input && input != output) {
     ZF_ASSIGN_OR_RETURN(report.copied, CopyOtherFiles(env, input, output, handled, options.buffer_bytes));
   }
+  if (!report.index.empty()) ZF_TRY(WriteIndex(env, report.index, total, weight_map));
   ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kSafetensors, written_names));
   return report;
 }

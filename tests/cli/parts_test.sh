@@ -64,14 +64,39 @@ PY"
   same_folder "$name: 1 part + finish = one run" one p1
 done
 
-# shrink and convert of folders: the shards divided the same way.
+# shrink and convert of folders: the output files divided the same way
+# (torch shards, and safetensors shards sharded afresh).
 rm -rf st
 "$Z" merge --quiet --to safetensors --max-shard-size 1KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" st
-for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st"; do
+for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st" \
+  "convert --to safetensors --max-shard-size 4KB|$FIX/hf/bloated" \
+  "shrink --to safetensors --max-shard-size 3KB|$FIX/hf/bloated" \
+  "convert --to safetensors --max-shard-size 2KB|$TMP/st"; do
   IFS='|' read -r cmd in <<<"$c"
   rm -rf one p
   # shellcheck disable=SC2086
   $Z $cmd --quiet "$in" one/ || bad "$cmd: single run"
+  case $cmd in *safetensors*)
+    nfiles=$(ls one | grep -c 'model-.*safetensors$')
+    check "$cmd: several files ($nfiles)" "[ $nfiles -ge 4 ]" ;;
+  esac
+  # The dry run's parts cover every file of one run's plan once, and each
+  # part's bytes add up.
+  # shellcheck disable=SC2086
+  $Z $cmd --dry-run --json --part 2/3 "$in" q/ >dry.json && $Z $cmd --dry-run --json "$in" q/ >all.json
+  check "$cmd: dry-run parts" "/usr/bin/python3 - dry.json all.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+outs = json.load(open(sys.argv[2]))['files']
+size = {o.get('path', o.get('output')): o.get('bytes', o.get('output_bytes')) for o in outs}
+files = sorted(f for p in r['parts'] for f in p['files'])
+assert files == sorted(size), (files, size)
+assert [p['part'] for p in r['parts']] == [0, 1, 2]
+for p in r['parts']:
+    assert p['bytes'] == sum(size[f] for f in p['files'])
+assert r['skipped'] == []
+PY"
+  check "$cmd: dry run writes nothing" "[ ! -e q ]"
   for i in 1 2 0; do
     # shellcheck disable=SC2086
     $Z $cmd --quiet --part $i/3 "$in" p/ || bad "$cmd: part $i/3"
@@ -89,9 +114,17 @@ done
 "$Z" shrink --part 0/2 --in-place "$FIX/hf/bloated" 2>err.txt
 rc=$?
 check "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
-"$Z" convert --part 0/2 --to safetensors "$TMP/st" u/ 2>err.txt
-rc=$?
-check "convert --part --to safetensors: exit 2 ($rc)" "[ $rc = 2 ] && [ ! -e u ]"
+# A file OUT is one file, written by one run: a usage error naming it.
+for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetensors|$FIX/hf/bloated|u.safetensors" \
+  "convert|$FIX/torch/parameters.pt|u.safetensors"; do
+  IFS='|' read -r cmd in o <<<"$c"
+  # shellcheck disable=SC2086
+  $Z $cmd --part 0/2 "$in" "$o" 2>err.txt
+  rc=$?
+  want="zerofold: ${cmd%% *}: --part divides the files of a folder OUT; '$o' is one file, written by one run (end OUT with '/' for a folder)"
+  check "$cmd --part into a file: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e $o ]"
+  check "$cmd --part into a file: the message" "[ \"\$(head -1 err.txt)\" = \"\$want\" ]"
+done
 
 # Finish before every part: exit 1 naming a file the missing part writes.
 CK=$FIX/deepspeed/zero3_ws4_fp32/ckpt
