@@ -126,8 +126,129 @@ for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetenso
   check "$cmd --part into a file: the message" "[ \"\$(head -1 err.txt)\" = \"\$want\" ]"
 done
 
-# Finish before every part: exit 1 naming a file the missing part writes.
+# The report of a part: its files, their bytes, those found complete.
 CK=$FIX/deepspeed/zero3_ws4_fp32/ckpt
+HF=$FIX/hf/bloated
+SF="--to safetensors --max-shard-size 4KB"
+rm -rf p
+# shellcheck disable=SC2086
+"$Z" convert $SF --dry-run --json --part 1/3 "$HF" p/ >dry.json
+read -r nall nmine mine_bytes < <(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["parts"][1]; print(len(r["files"]), len(p["files"]), p["bytes"])' dry.json)
+# shellcheck disable=SC2086
+"$Z" convert $SF --part 1/3 "$HF" p/ >out1.txt && "$Z" convert $SF --part 1/3 --json "$HF" p/ >rerun.json &&
+  "$Z" convert $SF --part 1/3 "$HF" p/ >out2.txt
+check "part report: $nmine of $nall files, $mine_bytes bytes" "[ $nmine -ge 1 ] && [ \"\$(tail -1 out1.txt)\" = \"part 1/3: $nmine of $nall files, \$(/usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print(f\"{n/1000:.1f} KB\")' $mine_bytes); run --part finish after every part\" ]"
+check "part report: the part's files, one line each" "[ \$(grep -c -- '-> p/model-' out1.txt) = $nmine ] && ! grep -q skipped out1.txt"
+check "rerun report: every file skipped" "[ \$(grep -c 'already complete, skipped]' out2.txt) = $nmine ] && tail -1 out2.txt | grep -q \"($nmine already complete, skipped)\""
+check "rerun --json: skipped = the part's files" "/usr/bin/python3 - rerun.json dry.json <<'PY'
+import json, sys
+r, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r['skipped'] == d['parts'][1]['files'], (r['skipped'], d['parts'][1])
+assert r['parts'] == d['parts']
+assert r['index'] is None and r['copied'] == [] and r['removed'] == []
+PY"
+for i in 0 2; do "$Z" convert $SF --quiet --part $i/3 "$HF" p/; done
+# shellcheck disable=SC2086
+"$Z" convert $SF --part finish --json "$HF" p/ >fin.json
+check "finish --json: index, copies" "/usr/bin/python3 - fin.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r['parts'] is None and r['skipped'] == []
+assert r['index'] == 'p/model.safetensors.index.json' and r['copied'] == ['config.json'], r
+PY"
+
+# A file complete in size but not in value: skipped without --verify,
+# refused with it (exit 1 naming the file), for safetensors and torch.
+for c in "convert $SF|p|model-00001-of-00005.safetensors" "shrink|pt|pytorch_model-00001-of-00003.bin"; do
+  IFS='|' read -r cmd o f <<<"$c"
+  rm -rf "$o"
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part 0/1 "$HF" "$o/"
+  # A byte of tensor data: the last of a safetensors file, the first of a
+  # torch archive's first data/ record.
+  at=$(/usr/bin/python3 - "$o/$f" <<'PY'
+import os, struct, sys, zipfile
+path = sys.argv[1]
+if not zipfile.is_zipfile(path):
+    print(os.path.getsize(path) - 1)
+    sys.exit()
+with zipfile.ZipFile(path) as z, open(path, 'rb') as f:
+    info = next(i for i in z.infolist() if '/data/' in i.filename)
+    f.seek(info.header_offset + 26)
+    n, m = struct.unpack('<HH', f.read(4))
+    print(info.header_offset + 30 + n + m)
+PY
+)
+  printf '\x7f' | dd of="$o/$f" bs=1 seek="$at" conv=notrunc 2>/dev/null
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part 0/1 "$HF" "$o/"
+  check "$cmd: a flipped byte passes the size check ($?)" "[ $? = 0 ]"
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part 0/1 --verify "$HF" "$o/" 2>err.txt
+  rc=$?
+  check "$cmd --verify: a skipped file checked: exit 1 ($rc) naming $f" "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt"
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part 0/1 --force --verify "$HF" "$o/" && $Z $cmd --quiet --part finish "$HF" "$o/" &&
+    $Z $cmd --quiet "$HF" "${o}1/"
+  same_folder "$cmd: --force rewrites it; = one run" "${o}1" "$o"
+done
+
+# A file of another size: a usage error naming it and both sizes.
+rm -rf p
+# shellcheck disable=SC2086
+"$Z" convert $SF --quiet --part 0/2 "$HF" p/
+f=$(ls p | head -1)
+planned=$(stat -c %s "p/$f")
+echo junk >>"p/$f"
+# shellcheck disable=SC2086
+"$Z" convert $SF --part 0/2 "$HF" p/ 2>err.txt
+rc=$?
+check "wrong size: exit 2 ($rc)" "[ $rc = 2 ]"
+check "wrong size: the message" "[ \"\$(cat err.txt)\" = \"zerofold: p/$f: invalid argument: exists with $((planned + 5)) bytes, not the $planned this plan gives it (a file of another save, or of other flags); rerun this part with --force to rewrite its files\" ]"
+
+# A failing finish leaves nothing: no OUT folder, no file.
+for cmd in "shrink" "convert $SF"; do
+  # shellcheck disable=SC2086
+  $Z $cmd --part finish "$HF" nothing/ 2>err.txt
+  rc=$?
+  check "$cmd: finish with no part run: exit 1 ($rc), OUT not created" "[ $rc = 1 ] && [ ! -e nothing ]"
+done
+
+# Files of an earlier save that the plan does not write: what one run does.
+# merge refuses them without --force (exit 2, naming the file); so do its
+# parts and finish; with --force, finish removes them.
+rm -rf one p
+"$Z" merge --quiet --max-shard-size 1KB "$CK" one
+mkdir p && cp one/pytorch_model-00001-of-00020.bin p/pytorch_model-00001-of-00099.bin
+"$Z" merge --quiet --max-shard-size 1KB "$CK" p 2>err.txt
+check "merge one run: an earlier save refused ($?)" "grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt"
+"$Z" merge --quiet --part 0/2 --max-shard-size 1KB "$CK" p 2>err.txt
+rc=$?
+check "merge part: the earlier save's file refused: exit 2 ($rc)" "[ $rc = 2 ] && [ \"\$(cat err.txt)\" = 'zerofold: p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save in the output folder, not of this plan; use --force (with every part and finish) to replace that save: --part finish then removes it' ]"
+check "merge part refused: nothing written" "[ \"\$(ls p)\" = pytorch_model-00001-of-00099.bin ]"
+for i in 0 1; do "$Z" merge --quiet --force --part $i/2 --max-shard-size 1KB "$CK" p; done
+"$Z" merge --quiet --part finish --max-shard-size 1KB "$CK" p 2>err.txt
+rc=$?
+check "merge finish: the earlier save's file refused: exit 2 ($rc), kept, no index" "[ $rc = 2 ] && grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt && [ -e p/pytorch_model-00001-of-00099.bin ] && ! ls p | grep -q index"
+"$Z" merge --quiet --force --part finish --max-shard-size 1KB "$CK" p
+same_folder "merge finish --force: removed; = one run" one p
+# convert --to safetensors into a folder replaces an earlier save whole (as
+# save_pretrained does), without --force: finish does the same.
+rm -rf one p
+# shellcheck disable=SC2086
+"$Z" convert $SF --quiet "$HF" one/
+for o in one p; do mkdir -p $o && cp one/model-00001-of-00005.safetensors $o/model-00001-of-00099.safetensors; done
+# shellcheck disable=SC2086
+"$Z" convert $SF --quiet "$HF" one/
+check "convert one run: the earlier save's file removed" "[ ! -e one/model-00001-of-00099.safetensors ]"
+# shellcheck disable=SC2086
+for i in 1 0; do "$Z" convert $SF --quiet --part $i/2 "$HF" p/; done
+check "convert part: the earlier save's file left to finish" "[ -e p/model-00001-of-00099.safetensors ]"
+# shellcheck disable=SC2086
+"$Z" convert $SF --quiet --part finish "$HF" p/
+same_folder "convert finish: removed; = one run" one p
+
+# Finish before every part: exit 1 naming a file the missing part writes.
 rm -rf p one
 "$Z" merge --quiet --max-shard-size 1KB "$CK" one
 "$Z" merge --quiet --part 0/2 --max-shard-size 1KB "$CK" p
