@@ -180,6 +180,38 @@ ZF_EXPORT zf_code zf_shrink_options_set_max_shard_size(zf_shrink_options* option
 ZF_EXPORT zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
 /* Progress reports (phase "shrink"); fn NULL turns them off (the default). */
 ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+/* One part of a folder OUT, or its finish (--part; the contract is the
+ * "Parts" comment below): `part` is "I/N" (I from 0 to N-1) or "finish",
+ * the text the CLI takes; NULL or "" (the default) writes the whole output
+ * in one call. For a folder IN into a folder OUT (its shards shrunk or
+ * converted), or any IN with to_safetensors into a folder OUT; refused by
+ * zf_shrink with in_place or a file OUT. ZF_E_INVALID_ARGUMENT for other
+ * text (the option is unchanged). */
+ZF_EXPORT zf_code zf_shrink_options_set_part(zf_shrink_options* options, const char* part, zf_error* err) ZF_NOEXCEPT;
+
+/* Parts (zf_shrink_options_set_part, zf_merge_options_set_part), for batch
+ * engines such as Slurm job arrays:
+ *   - Every part and the finish take the same IN, OUT and options but the
+ *     part: each plans the whole output from the inputs alike, so the
+ *     output files (whole files, largest first onto the least-loaded part)
+ *     divide without coordination.
+ *   - Part I/N writes only its files, each atomically, and no index, copies
+ *     or removals. Its files already present with their planned size are
+ *     complete (a file appears only whole) and are skipped, so a failed part
+ *     is simply called again; with verify they are read back and checked as
+ *     written ones are. A file present with another size is refused with
+ *     ZF_E_INVALID_ARGUMENT (path: the file) unless force, which rewrites
+ *     every file of the part.
+ *   - "finish", after every part: ZF_E_CORRUPT with the path of the first
+ *     file missing or of another size (nothing written, OUT not created);
+ *     else what one call writes last: the index, a folder IN's other files
+ *     copied, and an earlier save's other files removed where one call
+ *     removes them (merge: only with force, else ZF_E_INVALID_ARGUMENT
+ *     naming the first, as for its parts).
+ *   - The report's output_files and output_bytes count the part's files
+ *     (written or found complete), for finish every file; its other fields
+ *     are those of one call.
+ * The output of all parts and the finish is byte for byte that of one call. */
 
 /* What zf_shrink did (or, for a dry run, would do). The fields never change
  * or move. */
@@ -262,6 +294,11 @@ ZF_EXPORT zf_code zf_merge_options_set_max_shard_size(zf_merge_options* options,
 ZF_EXPORT zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
 /* Progress reports (phases "merge", then "verify"); fn NULL turns them off. */
 ZF_EXPORT void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+/* One part of a folder OUT, or its finish (--part; the contract is the
+ * "Parts" comment above zf_shrink_report): "I/N" (I from 0 to N-1) or "finish"; NULL or "" (the
+ * default) merges in one call. zf_merge refuses it for a file OUT.
+ * ZF_E_INVALID_ARGUMENT for other text (the option is unchanged). */
+ZF_EXPORT zf_code zf_merge_options_set_part(zf_merge_options* options, const char* part, zf_error* err) ZF_NOEXCEPT;
 
 /* What zf_merge did (or, for a dry run, would do). The fields never change
  * or move. */

@@ -13,11 +13,14 @@ namespace zerofold::capi {
 
 namespace {
 
-void Fill(const ops::MergeReport& r, zf_merge_report* report) {
+// A part's report counts the part's files (ops::PartFiles), other runs every file.
+void Fill(const ops::MergeReport& r, const ops::PartSpec& part, zf_merge_report* report) {
   report->zero_stage = r.plan.zero_stage;
   report->world_size = r.kind == ops::CheckpointKind::kDcp ? static_cast<uint32_t>(r.gather.sources.size())
                                                            : r.plan.world_size;
-  for (const ops::MergeOutputFile& f : r.files) {
+  for (size_t k = 0; k < r.files.size(); ++k) {
+    if (part.kind == ops::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
+    const ops::MergeOutputFile& f = r.files[k];
     report->output_files += 1;
     report->output_bytes += f.bytes;
   }
@@ -42,7 +45,7 @@ Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_opt
     };
   Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
   if (!r.ok()) return r.status();
-  Fill(*r, report);
+  Fill(*r, options.part, report);
   return Status::OK();
 }
 

@@ -34,6 +34,12 @@ Result<std::optional<torch::DType>> ParseDType(const char* name, const char* whi
   return d;
 }
 
+// `text` parsed as --part; kAll for NULL or "".
+Result<ops::PartSpec> ParsePartText(const char* text) {
+  if (text == nullptr || *text == '\0') return ops::PartSpec{};
+  return ops::ParsePart(text);
+}
+
 Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
 
 }  // namespace
@@ -109,6 +115,16 @@ zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t 
     if (options == nullptr) return zerofold::capi::NullOptions();
     ZF_TRY(zerofold::capi::CheckBufferBytes(bytes));
     options->shrink.buffer_bytes = static_cast<size_t>(bytes);
+    return Status::OK();
+  });
+}
+
+zf_code zf_shrink_options_set_part(zf_shrink_options* options, const char* part, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    Result<zerofold::ops::PartSpec> p = zerofold::capi::ParsePartText(part);
+    if (!p.ok()) return p.status();
+    options->part = *p;
     return Status::OK();
   });
 }
@@ -199,6 +215,16 @@ zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t by
     if (options == nullptr) return zerofold::capi::NullOptions();
     ZF_TRY(zerofold::capi::CheckBufferBytes(bytes));
     options->merge.buffer_bytes = static_cast<size_t>(bytes);
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_set_part(zf_merge_options* options, const char* part, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    Result<zerofold::ops::PartSpec> p = zerofold::capi::ParsePartText(part);
+    if (!p.ok()) return p.status();
+    options->merge.part = *p;
     return Status::OK();
   });
 }

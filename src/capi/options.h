@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ops/merge.h"
+#include "ops/parts.h"
 #include "ops/shrink.h"
 #include "zerofold/zerofold.h"
 
@@ -19,6 +20,7 @@ struct zf_shrink_options {
   bool to_safetensors = false;
   // Set: shards into a folder OUT of at most this many bytes each.
   std::optional<uint64_t> max_shard_bytes;
+  zerofold::ops::PartSpec part;  // kAll unless set
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
 };

@@ -23,9 +23,12 @@ void Add(const ops::ShrinkReport& r, zf_shrink_report* report) {
   report->unchanged_files += r.copied_unchanged ? 1 : 0;
 }
 
-void Add(const ops::ConvertReport& r, zf_shrink_report* report) {
+// A part's report counts the part's files (ops::PartFiles), other runs every file.
+void Add(const ops::ConvertReport& r, const ops::PartSpec& part, zf_shrink_report* report) {
   report->input_bytes += r.input_bytes;
-  for (const ops::OutputFile& f : r.files) {
+  for (size_t k = 0; k < r.files.size(); ++k) {
+    if (part.kind == ops::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
+    const ops::OutputFile& f = r.files[k];
     report->output_bytes += f.bytes;
     report->output_files += 1;
     report->tensors += f.tensors;
@@ -42,6 +45,7 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
   request.force = o.force;
   request.to_safetensors = o.to_safetensors;
   request.max_shard_bytes = o.max_shard_bytes;
+  request.part = o.part;
   request.options = o.shrink;
   if (o.progress != nullptr)
     request.options.progress = [&o](uint64_t done, uint64_t total) {
@@ -50,7 +54,7 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
   Env* env = Env::Default();
   ZF_TRY(ops::CheckShrinkRequest(env, request, ops::kOptionWords));
   ZF_ASSIGN_OR_RETURN(ops::ShrinkOutcome outcome, ops::RunShrink(env, request));
-  if (outcome.converted) Add(*outcome.converted, report);
+  if (outcome.converted) Add(*outcome.converted, request.part, report);
   for (const ops::ShrinkReport& r : outcome.files) Add(r, report);
   return Status::OK();
 }

@@ -814,6 +814,93 @@ static void test_diff(void) {
   CHECK_STR(b.path, fmt("%s/no_such.pt", tmp));
 }
 
+/* Parts (zf_*_options_set_part): parts in any order, then finish, give the
+ * bytes of one call; each part's report counts its files; refusals. */
+static void test_parts(void) {
+  error_buffers b;
+  /* merge: ZeRO-3 into 20 files. */
+  PATH(ckpt, "%s/deepspeed/zero3_ws4_fp32/ckpt", fixtures);
+  PATH(one, "%s/parts_merge_one", tmp);
+  PATH(p, "%s/parts_merge", tmp);
+  zf_merge_options* m = zf_merge_options_create();
+  CHECK_CODE(zf_merge_options_set_max_shard_size(m, 1000, NULL), ZF_OK);
+  zf_merge_report r;
+  CHECK_CODE(zf_merge(ckpt, one, m, &r, NULL), ZF_OK);
+  const uint64_t files = r.output_files, bytes = r.output_bytes;
+  CHECK(files >= 4);
+  /* Finish before any part: the first file is missing; OUT is not made. */
+  CHECK_CODE(zf_merge_options_set_part(m, "finish", NULL), ZF_OK);
+  CHECK_CODE(zf_merge(ckpt, p, m, NULL, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.path, fmt("%s/pytorch_model-00001-of-000%02llu.bin", p, (unsigned long long)files));
+  CHECK_STR(b.message, "is missing: the part that writes it has not finished; rerun that part");
+  CHECK(!exists(p));
+  uint64_t part_files = 0, part_bytes = 0;
+  const char* order[] = {"2/3", "0/3", "1/3"};
+  for (int i = 0; i < 3; ++i) {
+    CHECK_CODE(zf_merge_options_set_part(m, order[i], NULL), ZF_OK);
+    CHECK_CODE(zf_merge(ckpt, p, m, &r, NULL), ZF_OK);
+    CHECK(r.output_files >= 1);
+    part_files += r.output_files;
+    part_bytes += r.output_bytes;
+  }
+  CHECK_EQ_U64(part_files, files);
+  CHECK_EQ_U64(part_bytes, bytes);
+  CHECK(!exists(fmt("%s/pytorch_model.bin.index.json", p)));
+  CHECK_CODE(zf_merge_options_set_part(m, "finish", NULL), ZF_OK);
+  CHECK_CODE(zf_merge(ckpt, p, m, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.output_files, files);
+  CHECK_SAME_FOLDER(p, one);
+  /* Text the CLI refuses is refused, and the option is unchanged. */
+  CHECK_CODE(zf_merge_options_set_part(m, "3/3", error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "--part I/N counts I from 0 to N-1 (as SLURM_ARRAY_TASK_ID with --array=0-2), not '3/3'");
+  CHECK_CODE(zf_merge_options_set_part(NULL, "0/2", NULL), ZF_E_INVALID_ARGUMENT);
+  /* A file OUT is one file. */
+  CHECK_CODE(zf_merge_options_set_part(m, "0/2", NULL), ZF_OK);
+  CHECK_CODE(zf_merge(ckpt, fmt("%s/m.bin", tmp), m, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK(!exists(fmt("%s/m.bin", tmp)));
+  /* NULL: one call again. */
+  PATH(again, "%s/parts_merge_again", tmp);
+  CHECK_CODE(zf_merge_options_set_part(m, NULL, NULL), ZF_OK);
+  CHECK_CODE(zf_merge(ckpt, again, m, NULL, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(again, one);
+  zf_merge_options_destroy(m);
+
+  /* shrink: a torch folder into safetensors shards, and into torch shards. */
+  PATH(hf, "%s/hf/bloated", fixtures);
+  for (int to_st = 1; to_st >= 0; --to_st) {
+    PATH(s_one, "%s/parts_shrink_one_%d", tmp, to_st);
+    PATH(s_p, "%s/parts_shrink_%d", tmp, to_st);
+    zf_shrink_options* o = zf_shrink_options_create();
+    zf_shrink_options_set_to_safetensors(o, to_st);
+    if (to_st) CHECK_CODE(zf_shrink_options_set_max_shard_size(o, 4000, NULL), ZF_OK);
+    zf_shrink_report sr;
+    CHECK_CODE(zf_shrink(hf, s_one, o, &sr, NULL), ZF_OK);
+    const uint64_t s_files = sr.output_files, s_bytes = sr.output_bytes;
+    CHECK(s_files >= 3);
+    uint64_t got_files = 0, got_bytes = 0;
+    for (int i = 1; i >= 0; --i) {
+      CHECK_CODE(zf_shrink_options_set_part(o, i ? "1/2" : "0/2", NULL), ZF_OK);
+      CHECK_CODE(zf_shrink(hf, s_p, o, &sr, NULL), ZF_OK);
+      got_files += sr.output_files;
+      got_bytes += sr.output_bytes;
+    }
+    CHECK_EQ_U64(got_files, s_files);
+    CHECK_EQ_U64(got_bytes, s_bytes);
+    /* A part called again finds its files complete: the same report. */
+    CHECK_CODE(zf_shrink(hf, s_p, o, &sr, NULL), ZF_OK);
+    CHECK_CODE(zf_shrink_options_set_part(o, "finish", NULL), ZF_OK);
+    CHECK_CODE(zf_shrink(hf, s_p, o, &sr, NULL), ZF_OK);
+    CHECK_EQ_U64(sr.output_files, s_files);
+    CHECK_SAME_FOLDER(s_p, s_one);
+    /* A file OUT, and in place, are refused. */
+    CHECK_CODE(zf_shrink_options_set_part(o, "0/2", NULL), ZF_OK);
+    PATH(file_out, "%s/parts.%s", tmp, to_st ? "safetensors" : "bin");
+    CHECK_CODE(zf_shrink(hf, file_out, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+    CHECK(!exists(file_out));
+    zf_shrink_options_destroy(o);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) cli = argv[1];
   else if (getenv("ZEROFOLD") != NULL) cli = getenv("ZEROFOLD");
@@ -830,6 +917,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_merge();
   test_merge_dcp();
+  test_parts();
   test_inspect();
   test_verify();
   test_diff();
