@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
+
+#include "io/mem_env.h"
 
 namespace zerofold::ops {
 namespace {
@@ -60,6 +63,67 @@ TEST_CASE("parts: the heaviest part holds at most the mean plus the largest file
     CHECK(heaviest <= total / n + largest);
     CHECK(part == AssignParts(sizes, n));  // deterministic
   }
+}
+
+// Four planned files of 10, 8, 7 and 5 bytes: parts 0, 1, 1, 0 of 2.
+PartFiles FourFiles() {
+  PartFiles f;
+  f.paths = {"out/a", "out/b", "out/c", "out/d"};
+  f.bytes = {10, 8, 7, 5};
+  return f;
+}
+
+TEST_CASE("parts: SelectPartFiles writes the part's files, skipping those complete") {
+  io::MemEnv env;
+  PartFiles f = FourFiles();
+  REQUIRE(SelectPartFiles(&env, {PartSpec::Kind::kAll, 0, 1}, false, false, f).ok());
+  CHECK(f.write == std::vector<bool>{true, true, true, true});
+  CHECK(f.file_parts.empty());
+
+  REQUIRE(SelectPartFiles(&env, {PartSpec::Kind::kPart, 1, 2}, false, false, f).ok());
+  CHECK(f.file_parts == std::vector<uint32_t>{0, 1, 1, 0});
+  CHECK(f.write == std::vector<bool>{false, true, true, false});
+  CHECK(f.skipped.empty());
+
+  env.SetFile("out/b", std::string(8, 'x'));  // complete
+  env.SetFile("out/a", std::string(3, 'x'));  // another part's, of another size: not this part's concern
+  REQUIRE(SelectPartFiles(&env, {PartSpec::Kind::kPart, 1, 2}, false, false, f).ok());
+  CHECK(f.write == std::vector<bool>{false, false, true, false});
+  CHECK(f.skipped == std::vector<std::string>{"out/b"});
+  // force rewrites every file of the part.
+  REQUIRE(SelectPartFiles(&env, {PartSpec::Kind::kPart, 1, 2}, true, false, f).ok());
+  CHECK(f.write == std::vector<bool>{false, true, true, false});
+  CHECK(f.skipped.empty());
+
+  env.SetFile("out/c", std::string(6, 'x'));  // the part's, one byte short
+  Status s = SelectPartFiles(&env, {PartSpec::Kind::kPart, 1, 2}, false, false, f);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.path() == "out/c");
+  CHECK(s.message() ==
+        "exists with 6 bytes, not the 7 this plan gives it (a file of another save, or of other flags); rerun this "
+        "part with --force to rewrite its files");
+}
+
+TEST_CASE("parts: SelectPartFiles for finish writes nothing and checks every file") {
+  io::MemEnv env;
+  PartFiles f = FourFiles();
+  const PartSpec finish{PartSpec::Kind::kFinish, 0, 1};
+  Status s = SelectPartFiles(&env, finish, false, false, f);
+  CHECK(s.code() == Code::kCorrupt);
+  CHECK(s.path() == "out/a");
+  CHECK(SelectPartFiles(&env, finish, false, /*dry_run=*/true, f).ok());
+  CHECK(f.write == std::vector<bool>{false, false, false, false});
+  env.SetFile("out/a", std::string(10, 'x'));
+  env.SetFile("out/b", std::string(8, 'x'));
+  env.SetFile("out/c", std::string(7, 'x'));
+  env.SetFile("out/d", std::string(4, 'x'));
+  s = SelectPartFiles(&env, finish, false, false, f);
+  CHECK(s.code() == Code::kCorrupt);
+  CHECK(s.path() == "out/d");
+  CHECK(s.message() == "has 4 bytes, not the planned 5; rerun its part with --force");
+  env.SetFile("out/d", std::string(5, 'x'));
+  CHECK(SelectPartFiles(&env, finish, false, false, f).ok());
+  CHECK(f.write == std::vector<bool>{false, false, false, false});
 }
 
 }  // namespace
