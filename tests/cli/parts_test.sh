@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # --part I/N and --part finish of merge, shrink and convert (folders): parts
 # run in any order, then finish, give a folder byte-identical to one run
-# (ZeRO, DCP, a sharded torch folder, a sharded safetensors folder; many files
-# from a small --max-shard-size); finish before every part has run exits 1
-# naming the missing file; a part killed (SIGKILL) and rerun leaves exactly
-# the expected files; usage errors.
+# (ZeRO, DCP, a sharded torch folder, a sharded safetensors folder, torch and
+# safetensors output, a file IN into safetensors shards; many files from a
+# small --max-shard-size); the dry run's parts cover one run's plan; a part's
+# report and --json; --verify checks skipped files' values; finish before
+# every part has run exits 1 naming the missing file and creates no OUT; a
+# wrong-size file's refusal; an earlier save's other files as one run treats
+# them; a part killed (SIGKILL) and rerun leaves exactly the expected files;
+# usage errors.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 FIX=$F
@@ -68,10 +72,12 @@ done
 # (torch shards, and safetensors shards sharded afresh).
 rm -rf st
 "$Z" merge --quiet --to safetensors --max-shard-size 1KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" st
+"$Z" merge --quiet "$FIX/deepspeed/zero3_ws4_fp32/ckpt" one.bin  # a file IN, into safetensors shards
 for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st" \
   "convert --to safetensors --max-shard-size 4KB|$FIX/hf/bloated" \
   "shrink --to safetensors --max-shard-size 3KB|$FIX/hf/bloated" \
-  "convert --to safetensors --max-shard-size 2KB|$TMP/st"; do
+  "convert --to safetensors --max-shard-size 2KB|$TMP/st" \
+  "convert --to safetensors --max-shard-size 8KB|$TMP/one.bin"; do
   IFS='|' read -r cmd in <<<"$c"
   rm -rf one p
   # shellcheck disable=SC2086
