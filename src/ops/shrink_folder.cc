@@ -84,17 +84,20 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       single_beside_index = single;
     }
   }
+  auto target_of = [&](const std::string& in) { return model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))); };
+  std::vector<std::string> targets;  // per shard, the file it is written to
+  for (const std::string& shard : shards) targets.push_back(target_of(shard));
   if (!in_place) {
     // OUT's files must not be IN's by another name: each would be replaced
     // before (or after) it is read.
-    std::vector<std::string> inputs = shards, targets;
-    if (index != nullptr) inputs.push_back(index->path);
-    for (const std::string& in : inputs) targets.push_back(model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))));
-    ZF_TRY(RefuseInputTargets(env, inputs, targets, "would replace an input file"));
+    std::vector<std::string> inputs = shards, replaced = targets;
+    if (index != nullptr) {
+      inputs.push_back(index->path);
+      replaced.push_back(target_of(index->path));
+    }
+    ZF_TRY(RefuseInputTargets(env, inputs, replaced, "would replace an input file"));
   }
   FolderReport report;
-  std::vector<std::string> targets;  // output/TorchName(shard), per shard
-  for (const std::string& shard : shards) targets.push_back(model::JoinPath(output, TorchName(shard.substr(shard.rfind('/') + 1))));
   // With --part (ops/parts.h): every shard is planned first (metadata
   // only), so every part divides the same output files by their planned
   // bytes; a part shrinks only its own, skipping those already complete;

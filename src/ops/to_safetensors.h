@@ -44,13 +44,18 @@ constexpr const char* kFormatMetadataKey = "format";
 constexpr const char* kFormatMetadataValue = "pt";
 
 // Converts `input` (a torch file, or a folder as above) into `output`.
-// Each file is written atomically; the index last, then stale shards of an
-// earlier save in OUT are removed. Errors carry the path and the record:
+// Every file is planned (exact size) before any is written; each is written
+// atomically; then a folder input's other files are copied, the index is
+// written, and stale shards of an earlier save in OUT are removed. With
+// options.part, a part writes only its files and finish only what comes
+// after them (ConvertOptions::part). Errors carry the path and the record:
 //   kUnsupported  a tensor whose dtype safetensors has no code for
 //                 (complex128, quantized, float8 *fnuz), big-endian data;
 //   kNotFound     a folder without checkpoints;
 //   kInvalidArgument  a name that two input files both hold, --select with a
-//                 folder input;
+//                 folder input, a part with a file OUT, a part's file
+//                 present with another size (without force);
+//   kCorrupt      finish: a file missing or of another size;
 // and the readers' and writers' errors. Unsafe globals are not refused (no
 // code can reach a safetensors file): they are named in a warning.
 Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, const std::string& output,
