@@ -120,6 +120,11 @@ done
 "$Z" shrink --part 0/2 --in-place "$FIX/hf/bloated" 2>err.txt
 rc=$?
 check "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
+# A torch file IN into torch shards: not divided in parts (exit 2).
+"$Z" convert --to torch --max-shard-size 8KB --part 0/2 "$TMP/one.bin" t/ 2>err.txt
+rc=$?
+check "convert a torch file into torch shards --part: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e t ] && [ \"\$(head -1 err.txt)\" = \"zerofold: convert: --part divides the shards of a folder IN, or the safetensors files of --to safetensors; '$TMP/one.bin' is one torch file\" ]"
+
 # A file OUT is one file, written by one run: a usage error naming it.
 for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetensors|$FIX/hf/bloated|u.safetensors" \
   "convert|$FIX/torch/parameters.pt|u.safetensors"; do
