@@ -183,9 +183,9 @@ ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_pro
 /* One part of a folder OUT, or its finish (--part; the contract is the
  * "Parts" comment below): `part` is "I/N" (I from 0 to N-1) or "finish",
  * the text the CLI takes; NULL or "" (the default) writes the whole output
- * in one call. For a folder IN into a folder OUT (its shards shrunk or
- * converted), or any IN with to_safetensors into a folder OUT; refused by
- * zf_shrink with in_place or a file OUT. ZF_E_INVALID_ARGUMENT for other
+ * in one call. For every output into a folder OUT (a folder IN's shards,
+ * a file IN's shards, safetensors); refused by zf_shrink with in_place or
+ * a file OUT. ZF_E_INVALID_ARGUMENT for other
  * text (the option is unchanged). */
 ZF_EXPORT zf_code zf_shrink_options_set_part(zf_shrink_options* options, const char* part, zf_error* err) ZF_NOEXCEPT;
 

@@ -111,9 +111,6 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
     if (!folder || stream_out)
       return Refuse(Str(w.part) + " divides the files of a folder OUT; '" + r.out +
                     "' is one file, written by one run (end OUT with '/' for a folder)");
-    if (!in_folder && !r.to_safetensors)
-      return Refuse(Str(w.part) + " divides the shards of a folder IN, or the safetensors files of " +
-                    w.to_safetensors + "; '" + r.in + "' is one torch file");
   }
   return Status::OK();
 }

@@ -32,8 +32,8 @@ struct ShrinkRequest {
   std::optional<uint64_t> max_shard_bytes;
   bool dedupe_tied = false;  // safetensors only
   // Parts of a folder OUT (ops/parts.h): a folder IN shrunk (or converted
-  // to torch) by ShrinkFolder, or any IN converted by ConvertToSafetensors;
-  // not with in_place.
+  // to torch) by ShrinkFolder, a file IN sharded by ShardTorchFile, or any
+  // IN converted by ConvertToSafetensors; not with in_place.
   PartSpec part;
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
 };

@@ -39,12 +39,13 @@ Result<std::vector<torch::ExtraRecord>> ExtraRecords(const Input& in) {
   return extras;
 }
 
-// Writes the checkpoint's current tensors, reached from `root`, as one
-// shrunk (and cast) torch archive at `path`. Returns its size.
-Result<uint64_t> WriteShard(Env* env, Input& in, pickle::NodeId root, const std::string& path,
+// Writes the tensors of `ckpt`, read from `in`'s source, reached from its
+// root, as one shrunk (and cast) torch archive at `path` (dry run: writes
+// nothing). Returns its size. Retargets `ckpt`'s tensors to the new storages.
+Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, const std::string& path,
                             std::span<const torch::ExtraRecord> extras, const ConvertOptions& options,
                             CastCopier& copier, const std::function<void(uint64_t)>& wrote) {
-  torch::Checkpoint& ckpt = in.ckpt;
+  const pickle::NodeId root = ckpt.root;
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   ZF_ASSIGN_OR_RETURN(std::vector<StorageCast> casts, PlanStorageCasts(ckpt, plan, options.dtype));
   std::vector<torch::NewStorage> new_storages;
@@ -105,9 +106,6 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   for (const auto& [tensor, nbytes] : r.tensor_nbytes) report.total_size += nbytes;
   for (const std::string& g : r.unsafe_globals)
     report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
-  if (!options.dry_run) {
-    ZF_ASSIGN_OR_RETURN(report.removed, RemoveStaleShards(env, output, ShardFormat::kTorch, {name}));
-  }
   return report;
 }
 
@@ -144,7 +142,29 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierSave(env, output, ShardFormat::kTorch));
   targets.insert(targets.end(), earlier.begin(), earlier.end());
   ZF_TRY(RefuseInputTargets(env, {input}, targets, "would replace an input file"));
-  if (n <= 1) return WriteSingle(env, input, output, options);
+  const PartSpec& part = options.part;
+  ConvertOptions plan_only = options;
+  plan_only.dry_run = true;
+  if (n <= 1) {
+    // One file, as ShrinkFile writes it; with --part, planned first, then
+    // written by the part it falls to.
+    ZF_ASSIGN_OR_RETURN(ConvertReport report,
+                        WriteSingle(env, input, output, part.kind == PartSpec::Kind::kAll ? options : plan_only));
+    if (part.kind != PartSpec::Kind::kAll) {
+      PartFiles files;
+      files.paths = {report.files[0].path};
+      files.bytes = {report.files[0].bytes};
+      ZF_TRY(SelectPartFiles(env, part, options.force, options.dry_run, files));
+      if (files.write[0] && !options.dry_run) {
+        ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, options));
+      }
+      report.parts = std::move(files);
+    }
+    if (options.dry_run || part.kind == PartSpec::Kind::kPart) return report;
+    ZF_ASSIGN_OR_RETURN(report.removed,
+                        RemoveStaleShards(env, output, ShardFormat::kTorch, {SingleFileName(ShardFormat::kTorch)}));
+    return report;
+  }
 
   if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
     return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
@@ -162,39 +182,67 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
     report.warnings.emplace_back(input, "not written (shards hold tensors only): " + Join(dropped));
   ZF_ASSIGN_OR_RETURN(std::vector<torch::ExtraRecord> extras, ExtraRecords(in));
 
-  if (!options.dry_run) ZF_TRY(env->CreateDirs(output));
+  // Shard k: a dict of its tensors, with only the storages it reaches.
+  const std::vector<torch::Tensor> all = std::move(ckpt.tensors);
+  const std::vector<torch::Storage> all_storages = ckpt.storages;
+  auto select_shard = [&](torch::Checkpoint& c, size_t k) -> Status {
+    c.tensors.clear();
+    c.storages = all_storages;
+    c.root = c.graph.AddDict();
+    for (uint32_t i : plan.shards[k]) {
+      c.tensors.push_back(all[i]);
+      c.graph.SetItem(c.root, c.graph.AddStr(all[i].name), all[i].node);
+    }
+    Status reach = DropUnreachableStorages(c);
+    return reach.ok() ? reach : reach.WithPath(input);
+  };
+  CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+  auto nowhere = [](uint64_t) {};
+  // With --part, every shard is planned first (exact sizes), each on a copy
+  // of the checkpoint, since writing retargets its tensors.
+  PartFiles files;
+  for (size_t k = 0; k < n; ++k) files.paths.push_back(model::JoinPath(output, ShardFileName(ShardFormat::kTorch, k + 1, n)));
+  files.bytes.assign(n, 0);
+  if (part.kind != PartSpec::Kind::kAll) {
+    for (size_t k = 0; k < n; ++k) {
+      torch::Checkpoint copy = ckpt;
+      ZF_TRY(select_shard(copy, k));
+      Result<uint64_t> size = WriteShard(env, in, copy, files.paths[k], extras, plan_only, copier, nowhere);
+      if (!size.ok()) return Status(size.status()).WithPath(input);
+      files.bytes[k] = *size;
+    }
+  }
+  ZF_TRY(SelectPartFiles(env, part, options.force, options.dry_run, files));
+  if (part.kind != PartSpec::Kind::kAll) report.parts = files;
+
+  if (!options.dry_run && part.kind != PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
   uint64_t total = 0;
-  for (uint64_t b : plan.bytes) total += b;
+  for (size_t k = 0; k < n; ++k)
+    if (files.write[k]) total += plan.bytes[k];
   uint64_t done = 0;
   auto wrote = [&](uint64_t n) {
     done += n;
     if (options.progress) options.progress(done, total);
   };
-  CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
-  const std::vector<torch::Tensor> all = std::move(ckpt.tensors);
-  const std::vector<torch::Storage> all_storages = ckpt.storages;
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written;
   for (size_t k = 0; k < n; ++k) {
     const std::string name = ShardFileName(ShardFormat::kTorch, k + 1, n);
-    const std::string path = model::JoinPath(output, name);
-    // The shard: a dict of its tensors, with only the storages it reaches.
-    ckpt.tensors.clear();
-    ckpt.storages = all_storages;
-    ckpt.root = ckpt.graph.AddDict();
     for (uint32_t i : plan.shards[k]) {
-      ckpt.tensors.push_back(all[i]);
-      ckpt.graph.SetItem(ckpt.root, ckpt.graph.AddStr(all[i].name), all[i].node);
       weight_map.emplace_back(all[i].name, name);
       report.total_size += name_bytes[i];
     }
-    Status reach = DropUnreachableStorages(ckpt);
-    if (!reach.ok()) return reach.WithPath(input);
-    Result<uint64_t> size = WriteShard(env, in, ckpt.root, path, extras, options, copier, wrote);
-    if (!size.ok()) return Status(size.status()).WithPath(input);
-    report.files.push_back({path, *size, plan.shards[k].size()});
     written.insert(name);
+    uint64_t size = files.bytes[k];
+    if (files.write[k]) {
+      ZF_TRY(select_shard(ckpt, k));
+      Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, options, copier, wrote);
+      if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
+      size = *wrote_size;
+    }
+    report.files.push_back({files.paths[k], size, plan.shards[k].size()});
   }
+  if (part.kind == PartSpec::Kind::kPart) return report;  // the index and the removals are finish's
   report.index = model::JoinPath(output, IndexFileName(ShardFormat::kTorch));
   written.insert(IndexFileName(ShardFormat::kTorch));
   if (options.dry_run) return report;

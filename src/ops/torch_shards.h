@@ -22,8 +22,10 @@ namespace zerofold::ops {
 
 // Writes the torch file `input` into the folder `output` (created if
 // needed) as described above; every file atomically, the index last, then
-// stale files of an earlier save in `output` are removed. Errors as
-// ShrinkFile's (kUnsafe for unsafe globals without keep_unsafe).
+// stale files of an earlier save in `output` are removed. With
+// options.part (ConvertOptions::part), every file is planned first (exact
+// size) and a part writes only its own, finish the index and the removals.
+// Errors as ShrinkFile's (kUnsafe for unsafe globals without keep_unsafe).
 Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const std::string& output,
                                      const ConvertOptions& options);
 

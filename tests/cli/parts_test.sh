@@ -77,13 +77,14 @@ for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st" \
   "convert --to safetensors --max-shard-size 4KB|$FIX/hf/bloated" \
   "shrink --to safetensors --max-shard-size 3KB|$FIX/hf/bloated" \
   "convert --to safetensors --max-shard-size 2KB|$TMP/st" \
-  "convert --to safetensors --max-shard-size 8KB|$TMP/one.bin"; do
+  "convert --to safetensors --max-shard-size 8KB|$TMP/one.bin" \
+  "convert --to torch --max-shard-size 8KB|$TMP/one.bin"; do
   IFS='|' read -r cmd in <<<"$c"
   rm -rf one p
   # shellcheck disable=SC2086
   $Z $cmd --quiet "$in" one/ || bad "$cmd: single run"
-  case $cmd in *safetensors*)
-    nfiles=$(ls one | grep -c 'model-.*safetensors$')
+  case $cmd in *max-shard-size*)
+    nfiles=$(ls one | grep -c -- '-of-')
     check "$cmd: several files ($nfiles)" "[ $nfiles -ge 4 ]" ;;
   esac
   # The dry run's parts cover every file of one run's plan once, and each
@@ -120,10 +121,14 @@ done
 "$Z" shrink --part 0/2 --in-place "$FIX/hf/bloated" 2>err.txt
 rc=$?
 check "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
-# A torch file IN into torch shards: not divided in parts (exit 2).
-"$Z" convert --to torch --max-shard-size 8KB --part 0/2 "$TMP/one.bin" t/ 2>err.txt
+# One output file: the part it falls to writes it, the others nothing.
+rm -rf one p
+"$Z" convert --quiet --to torch "$TMP/one.bin" one/
+"$Z" convert --quiet --to torch --part 1/2 "$TMP/one.bin" p/ && "$Z" convert --quiet --to torch --part finish "$TMP/one.bin" p/ 2>err.txt
 rc=$?
-check "convert a torch file into torch shards --part: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e t ] && [ \"\$(head -1 err.txt)\" = \"zerofold: convert: --part divides the shards of a folder IN, or the safetensors files of --to safetensors; '$TMP/one.bin' is one torch file\" ]"
+check "one file: finish before its part: exit 1 ($rc)" "[ $rc = 1 ] && grep -q 'p/pytorch_model.bin: corrupt: is missing' err.txt && [ -z \"\$(ls p)\" ]"
+"$Z" convert --quiet --to torch --part 0/2 "$TMP/one.bin" p/ && "$Z" convert --quiet --to torch --part finish "$TMP/one.bin" p/
+same_folder "one file: 2 parts + finish = one run" one p
 
 # A file OUT is one file, written by one run: a usage error naming it.
 for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetensors|$FIX/hf/bloated|u.safetensors" \
