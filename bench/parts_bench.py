@@ -30,6 +30,11 @@ For each case:
      floor2  two `cat`s side by side, each of one part's files, then `sync`: the floor of
              two streams on the same disk, i.e. what two parts could at best achieve
    The first parts run's folder is compared with the reference byte for byte.
+   Then, for the first case only (one disk), a disk probe of PROBE_ROUNDS alternating rounds,
+   cache dropped before each: `cat` of the output files to /dev/null (one stream; each part's
+   files side by side) and `dd oflag=direct conv=fsync` of the same bytes in 4 MiB blocks
+   (one file; two halves side by side): the disk's read and write bandwidth for one stream
+   and for two, without the page cache's copies that `cat > file` pays.
 4. Per zerofold process: wall time (monotonic clock, from the start of the run to the
    process's exit), peak RSS and CPU from wait4's rusage, and /proc/PID/io. How the I/O is
    read: the driver waits with waitid(WEXITED | WNOWAIT), which returns when the process
@@ -60,8 +65,9 @@ For each case:
    --no-results). Generated files are removed at the end unless --keep.
 
 usage: bench/parts_bench.py [--build build] [--work DIR] [--cases dcp,zero,shrink]
-                            [--rounds 5] [--settle 3] [--warm] [--keep] [--no-results]
-A quick end-to-end check: --cases zero --rounds 1 --no-results
+                            [--rounds 5] [--settle 3] [--probe-rounds 3] [--warm] [--keep]
+                            [--no-results]
+A quick end-to-end check: --cases zero --rounds 1 --probe-rounds 1 --no-results
 """
 
 import argparse
@@ -275,8 +281,44 @@ def bench_case(args, zerofold, case):
             print(f"{case['name']} round {round_ + 1} {name:6s} {row['wall']:7.2f} s  {detail}", flush=True)
     for p in (out, floor_out):
         shutil.rmtree(p, ignore_errors=True)
+    probe = disk_probe(args, ref, [ref_files] + [files for files, _ in parts], out_bytes, err_dir) \
+        if args.probe_rounds else None
     return {"case": case, "parts": parts, "out_bytes": out_bytes, "n_files": len(planned), "plan_rchar": plan_rchar,
-            "results": results, "dropped": dropped, "loads": loads}
+            "results": results, "dropped": dropped, "loads": loads, "probe": probe}
+
+
+PROBES = ("read1", "read2", "write1", "write2")
+
+
+def disk_probe(args, ref, streams, nbytes, err_dir):
+    """The disk alone, one stream against two, cache dropped before each: reads are `cat` of
+    the reference output to /dev/null (all files; each part's files side by side), writes are
+    `dd oflag=direct conv=fsync` of 4 MiB blocks (as zerofold's writer), the same bytes in
+    one file or two halves side by side. Returns {probe: [wall, ...]}."""
+    scratch = os.path.join(args.work, "probe")
+    blocks = nbytes // (4 * MiB)
+
+    def dd(name, count):
+        return ["dd", "if=/dev/zero", f"of={os.path.join(scratch, name)}", "bs=4M", f"count={count}",
+                "oflag=direct", "conv=fsync", "status=none"]
+    cmds = {"read1": [["sh", "-c", "cat " + " ".join(f"'{os.path.join(ref, f)}'" for f in streams[0]) + " >/dev/null"]],
+            "read2": [["sh", "-c", "cat " + " ".join(f"'{os.path.join(ref, f)}'" for f in files) + " >/dev/null"]
+                      for files in streams[1:]],
+            "write1": [dd("w", blocks)],
+            "write2": [dd(f"w{i}", blocks // N) for i in range(N)]}
+    walls = {p: [] for p in PROBES}
+    for round_ in range(args.probe_rounds):
+        k = round_ % len(PROBES)
+        for name in PROBES[k:] + PROBES[:k]:
+            shutil.rmtree(scratch, ignore_errors=True)
+            os.makedirs(scratch)
+            drop_caches(args.warm)
+            time.sleep(args.settle)
+            recs = run_together(cmds[name], err_dir)
+            walls[name].append(max(r["wall"] for r in recs))
+            print(f"disk probe round {round_ + 1} {name:6s} {walls[name][-1]:7.2f} s", flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"walls": walls, "read_bytes": nbytes, "write_bytes": blocks // N * N * 4 * MiB}
 
 
 # ---- report -----------------------------------------------------------------------------
@@ -371,6 +413,25 @@ def report(run, verdicts):
               + "; finish " + ", ".join(f"{x:.2f}" for x in finish) + ".",
               f"Page cache dropped before {sum(run['dropped'])} of {len(run['dropped'])} runs; load average "
               f"{min(run['loads']):.2f}-{max(run['loads']):.2f} at the runs' starts.", ""]
+    if run["probe"]:
+        lines += probe_lines(run["probe"])
+    return lines
+
+
+def probe_lines(probe):
+    walls = probe["walls"]
+    w = {p: med(v) for p, v in walls.items()}
+    rows = (("read: cat of the output files > /dev/null, cache dropped", "read1", "read2", probe["read_bytes"]),
+            ("write: dd oflag=direct conv=fsync, 4 MiB blocks", "write1", "write2", probe["write_bytes"]))
+    lines = [f"Disk probe, the same bytes as this case's output ({len(walls['read1'])} alternating rounds, medians):",
+             "",
+             "| probe | one stream (s) | GB/s | two streams side by side (s) | GB/s | two / one |",
+             "|---|---|---|---|---|---|"]
+    for label, one, two, nbytes in rows:
+        lines.append(f"| {label} | {w[one]:.2f} | {nbytes / 1e9 / w[one]:.2f} | {w[two]:.2f} | "
+                     f"{nbytes / 1e9 / w[two]:.2f} | {w[one] / w[two]:.2f}x |")
+    lines += ["", "Every probe (s): " + "; ".join(f"{p} " + ", ".join(f"{x:.2f}" for x in walls[p]) for p in PROBES)
+              + ".", ""]
     return lines
 
 
@@ -382,6 +443,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--settle", type=float, default=3.0, help="seconds to wait after dropping the cache")
     ap.add_argument("--warm", action="store_true", help="do not drop the page cache between runs")
+    ap.add_argument("--probe-rounds", type=int, default=3, help="rounds of the disk probe (first case only; 0: none)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--no-results", action="store_true", help="do not append to bench/RESULTS.md")
     args = ap.parse_args()
@@ -398,12 +460,13 @@ def main():
             case = make_case(name, args.work, args.build)
             try:
                 runs.append(bench_case(args, zerofold, case))
+                args.probe_rounds = 0  # one disk: probed once
             finally:
                 if not args.keep:
                     shutil.rmtree(case["ckpt"], ignore_errors=True)
     finally:
         if not args.keep:
-            for p in ("ref", "out", "floor", "dry", "stderr"):
+            for p in ("ref", "out", "floor", "dry", "stderr", "probe"):
                 shutil.rmtree(os.path.join(args.work, p), ignore_errors=True)
 
     verdicts = []
