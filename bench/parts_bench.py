@@ -30,11 +30,11 @@ For each case:
      floor2  two `cat`s side by side, each of one part's files, then `sync`: the floor of
              two streams on the same disk, i.e. what two parts could at best achieve
    The first parts run's folder is compared with the reference byte for byte.
-   Then, for the first case only (one disk), a disk probe of PROBE_ROUNDS alternating rounds,
-   cache dropped before each: `cat` of the output files to /dev/null (one stream; each part's
-   files side by side) and `dd oflag=direct conv=fsync` of the same bytes in 4 MiB blocks
-   (one file; two halves side by side): the disk's read and write bandwidth for one stream
-   and for two, without the page cache's copies that `cat > file` pays.
+   Then, for the first case only (one disk), a disk probe of PROBE_ROUNDS alternating rounds
+   (see disk_probe): cold `cat` to /dev/null, `dd` direct reads, `dd` direct writes, and
+   direct reads and writes at once, of the output's bytes, as one stream and as two side by
+   side: what the disk gives one process and two, without the page cache's copies that
+   `cat > file` pays.
 4. Per zerofold process: wall time (monotonic clock, from the start of the run to the
    process's exit), peak RSS and CPU from wait4's rusage, and /proc/PID/io. How the I/O is
    read: the driver waits with waitid(WEXITED | WNOWAIT), which returns when the process
@@ -287,25 +287,38 @@ def bench_case(args, zerofold, case):
             "results": results, "dropped": dropped, "loads": loads, "probe": probe}
 
 
-PROBES = ("read1", "read2", "write1", "write2")
+PROBES = ("cat1", "cat2", "read1", "read2", "write1", "write2", "rw1", "rw2")
 
 
 def disk_probe(args, ref, streams, nbytes, err_dir):
-    """The disk alone, one stream against two, cache dropped before each: reads are `cat` of
-    the reference output to /dev/null (all files; each part's files side by side), writes are
-    `dd oflag=direct conv=fsync` of 4 MiB blocks (as zerofold's writer), the same bytes in
-    one file or two halves side by side. Returns {probe: [wall, ...]}."""
+    """The disk alone, one stream against two (each part's files, or half the bytes, side by
+    side), the cache dropped and 1 s of settling before each:
+      cat    `cat` of the reference output to /dev/null: cold reads through the page cache,
+             as zerofold reads its inputs
+      read   `dd iflag=direct bs=4M` of the same files: the device's reads alone
+      write  `dd oflag=direct conv=fsync bs=4M` of as many bytes: the device's writes, as
+             zerofold's writer issues them
+      rw     read and write at once (one reader and one writer; two of each): the device
+             shared by reads and writes, as in a merge
+    Returns {"walls": {probe: [wall, ...]}, "bytes": the bytes read (and written) per probe}."""
     scratch = os.path.join(args.work, "probe")
-    blocks = nbytes // (4 * MiB)
+    blocks = nbytes // (4 * MiB) // N * N
 
-    def dd(name, count):
+    def reader(files, tool):
+        if tool == "cat":
+            return ["sh", "-c", "cat " + " ".join(f"'{os.path.join(ref, f)}'" for f in files) + " >/dev/null"]
+        return ["sh", "-c", "; ".join(f"dd if='{os.path.join(ref, f)}' of=/dev/null bs=4M iflag=direct status=none"
+                                      for f in files)]
+
+    def writer(name, count):
         return ["dd", "if=/dev/zero", f"of={os.path.join(scratch, name)}", "bs=4M", f"count={count}",
                 "oflag=direct", "conv=fsync", "status=none"]
-    cmds = {"read1": [["sh", "-c", "cat " + " ".join(f"'{os.path.join(ref, f)}'" for f in streams[0]) + " >/dev/null"]],
-            "read2": [["sh", "-c", "cat " + " ".join(f"'{os.path.join(ref, f)}'" for f in files) + " >/dev/null"]
-                      for files in streams[1:]],
-            "write1": [dd("w", blocks)],
-            "write2": [dd(f"w{i}", blocks // N) for i in range(N)]}
+    halves = [writer(f"w{i}", blocks // N) for i in range(N)]
+    cmds = {"cat1": [reader(streams[0], "cat")], "cat2": [reader(f, "cat") for f in streams[1:]],
+            "read1": [reader(streams[0], "dd")], "read2": [reader(f, "dd") for f in streams[1:]],
+            "write1": [writer("w", blocks)], "write2": halves,
+            "rw1": [reader(streams[0], "dd"), writer("w", blocks)],
+            "rw2": [reader(f, "dd") for f in streams[1:]] + halves}
     walls = {p: [] for p in PROBES}
     for round_ in range(args.probe_rounds):
         k = round_ % len(PROBES)
@@ -313,12 +326,12 @@ def disk_probe(args, ref, streams, nbytes, err_dir):
             shutil.rmtree(scratch, ignore_errors=True)
             os.makedirs(scratch)
             drop_caches(args.warm)
-            time.sleep(args.settle)
+            time.sleep(1)
             recs = run_together(cmds[name], err_dir)
             walls[name].append(max(r["wall"] for r in recs))
             print(f"disk probe round {round_ + 1} {name:6s} {walls[name][-1]:7.2f} s", flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
-    return {"walls": walls, "read_bytes": nbytes, "write_bytes": blocks // N * N * 4 * MiB}
+    return {"walls": walls, "bytes": nbytes}
 
 
 # ---- report -----------------------------------------------------------------------------
@@ -419,17 +432,18 @@ def report(run, verdicts):
 
 
 def probe_lines(probe):
-    walls = probe["walls"]
+    walls, gb = probe["walls"], probe["bytes"] / 1e9
     w = {p: med(v) for p, v in walls.items()}
-    rows = (("read: cat of the output files > /dev/null, cache dropped", "read1", "read2", probe["read_bytes"]),
-            ("write: dd oflag=direct conv=fsync, 4 MiB blocks", "write1", "write2", probe["write_bytes"]))
-    lines = [f"Disk probe, the same bytes as this case's output ({len(walls['read1'])} alternating rounds, medians):",
-             "",
-             "| probe | one stream (s) | GB/s | two streams side by side (s) | GB/s | two / one |",
+    rows = (("cat: cold reads through the page cache", "cat"), ("read: dd iflag=direct, 4 MiB", "read"),
+            ("write: dd oflag=direct conv=fsync, 4 MiB", "write"), ("rw: read and write at once, direct", "rw"))
+    lines = [f"Disk probe, {gb:.2f} GB (this case's output) read and/or written, one stream against two side by "
+             f"side ({len(walls['cat1'])} alternating rounds, medians; rw moves the bytes both ways, its GB/s counts "
+             f"each byte once):", "",
+             "| probe | one stream (s) | GB/s | two streams (s) | GB/s | two / one |",
              "|---|---|---|---|---|---|"]
-    for label, one, two, nbytes in rows:
-        lines.append(f"| {label} | {w[one]:.2f} | {nbytes / 1e9 / w[one]:.2f} | {w[two]:.2f} | "
-                     f"{nbytes / 1e9 / w[two]:.2f} | {w[one] / w[two]:.2f}x |")
+    for label, p in rows:
+        one, two = w[p + "1"], w[p + "2"]
+        lines.append(f"| {label} | {one:.2f} | {gb / one:.2f} | {two:.2f} | {gb / two:.2f} | {one / two:.2f}x |")
     lines += ["", "Every probe (s): " + "; ".join(f"{p} " + ", ".join(f"{x:.2f}" for x in walls[p]) for p in PROBES)
               + ".", ""]
     return lines
