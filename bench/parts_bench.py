@@ -179,9 +179,9 @@ def make_case(name, work, build):
                                           "bfloat16", str(2**27)], check=True, capture_output=True, text=True).stdout)
         case = {"cmd": "shrink", "flags": [],
                 "describe": f"bench/shrink_gen.cc: 4 shards each carrying the whole 1 GiB bf16 flat buffer, "
-                            f"{info['files_bytes'] / 1e9:.2f} GB of files, {info['params_bytes'] / 1e9:.2f} GB of params "
-                            f"(largest tensor 128 MiB); `zerofold shrink IN OUT/` (parts divide the shards by "
-                            f"input bytes)"}
+                            f"{info['files_bytes'] / 1e9:.2f} GB of files, "
+                            f"{info['params_bytes'] / 1e9:.2f} GB of params (largest tensor 128 MiB); "
+                            f"`zerofold shrink IN OUT/` (parts divide the shards by input bytes)"}
     else:
         sys.exit(f"unknown case {name!r}")
     sync()
@@ -412,7 +412,8 @@ def report(run, verdicts):
                      + " | ".join(f"{io_median(rows, p, k):,}" for k in keys) + " |")
     lines.append("| parts + finish, summed | | | | " + " | ".join(f"{med(sums[k]):,}" for k in keys) + " |")
     lines.append("| difference to single | | | | " + " | ".join(
-        f"{med(sums[k]) - med(one[k]):+,} ({100 * (med(sums[k]) - med(one[k])) / max(med(one[k]), 1):+.3f}%)"
+        f"{med(sums[k]) - med(one[k]):+,}" + (f" ({100 * (med(sums[k]) - med(one[k])) / med(one[k]):+.3f}%)"
+                                              if med(one[k]) >= MiB else "")
         for k in keys) + " |")
     lines += ["",
               f"Slowest part {med(slowest):.2f} s + finish {med(finish):.2f} s = {w['parts']:.2f} s against one "
@@ -491,11 +492,14 @@ def main():
     lines = [f"## parts: one process against --part 0/2 and 1/2 side by side + finish "
              f"({datetime.date.today().isoformat()})", "",
              f"Machine: {machine()}.",
-             f"`python3 bench/parts_bench.py --cases {args.cases} --rounds {args.rounds}` "
+             f"`python3 bench/parts_bench.py --cases {args.cases} --rounds {args.rounds}"
+             f"{' --warm' if args.warm else ''}` "
              f"({time.monotonic() - started:.0f} s in all). Medians of {args.rounds} alternating rounds; before "
              f"every run the previous output removed, `sync`, "
              + ("the page cache dropped (`echo 3 > /proc/sys/vm/drop_caches`): every run reads its input from "
-                "the disk" if dropped else "the page cache NOT dropped in every run (see each case)")
+                "the disk" if dropped else
+                "the page cache kept (--warm): the inputs are read from memory" if args.warm else
+                "the page cache NOT dropped in every run (see each case)")
              + f", {args.settle:g} s of settling. Wall times include each process's fsyncs (floors: `sync`). "
              "I/O from /proc/PID/io read at exit (the process waited for as a zombie, so the counts are final): "
              "rchar/wchar are bytes through read/write calls, read_bytes/write_bytes what reached the "
