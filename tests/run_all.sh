@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need (Debian 12), builds,
-# and runs every test: doctest unit tests, CLI tests, torch interop tests, and
+# and runs every test: doctest unit tests, CLI tests, torch interop tests, the
+# Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
 # each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(meson ninja-build pkg-config g++ libzstd-dev libxxhash-dev doctest-dev python3-torch python3-numpy zstd
-          clang-14 libclang-rt-14-dev)
+          clang-14 libclang-rt-14-dev munge slurmctld slurmd slurm-client)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -65,6 +66,7 @@ for t in tests/interop/test_*.py; do
   run "interop: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 "$t"
 done
 
+run "slurm: slurm_test.sh (a single-node Slurm started for the test)" env ZEROFOLD="$BUILD/zerofold" bash tests/slurm/slurm_test.sh
 run "fuzz: run_fuzz.sh" bash tests/fuzz/run_fuzz.sh
 
 echo "$passed passed, $failed failed"

@@ -2,7 +2,9 @@
 // replace it with MemEnv (src/io/mem_env.h) or wrap it in FaultEnv.
 //
 // Sources come in two shapes, and each reader says which it needs:
-//   RandomSource  positional reads; const and thread-safe (files via pread).
+//   RandomSource  positional reads; const and thread-safe (files via pread;
+//                 Env::Default() keeps at most half the soft limit on open
+//                 files open, reopening the others when read).
 //   StreamSource  forward-only reads (pipes, stdin, zstd streams).
 // Sinks commit explicitly: an AtomicFileSink destroyed without Commit()
 // removes its temp file and leaves the target untouched.

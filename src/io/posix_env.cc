@@ -3,11 +3,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -40,15 +44,67 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// Open descriptors of the files read at random are capped, so that a merge
+// of thousands of rank files (a Distributed Checkpoint of 2048 ranks holds
+// 2048 .distcp files) runs under any limit on open files: at most half the
+// soft RLIMIT_NOFILE (at least 4) stay open; the least recently read is
+// closed to make room, and reopened when read again. A reopened file must
+// be the one first opened (same device, inode and size), or the read fails
+// with kIO: a file replaced while being read is never read in its new form.
+class PosixRandomSource;
+
+// The files held open, least recently read first. Process-wide.
+struct OpenFiles {
+  std::mutex mu;
+  std::list<const PosixRandomSource*> lru;
+
+  static OpenFiles& Get() {
+    static OpenFiles* files = new OpenFiles;  // never destroyed: sources may outlive main's statics
+    return *files;
+  }
+  static size_t Budget() {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+    return std::max<size_t>(4, static_cast<size_t>(limit.rlim_cur / 2));
+  }
+};
+
+// A descriptor, closed when its last reader lets go of it (a reader keeps
+// it across its pread though the pool closed the source meanwhile).
+struct Descriptor {
+  explicit Descriptor(int f) : fd(f) {}
+  ~Descriptor() { ::close(fd); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  const int fd;
+};
+
 class PosixRandomSource final : public RandomSource {
  public:
-  PosixRandomSource(std::string name, int fd, uint64_t size) : name_(std::move(name)), fd_(fd), size_(size) {}
-  ~PosixRandomSource() override { ::close(fd_); }
+  // `pooled`: the descriptor may be closed and the file reopened by `path`
+  // (files that keep their path; not a temp file about to be renamed).
+  PosixRandomSource(std::string name, std::string path, int fd, const struct stat& st, bool pooled)
+      : name_(std::move(name)), path_(std::move(path)), device_(st.st_dev), inode_(st.st_ino),
+        size_(static_cast<uint64_t>(st.st_size)), pooled_(pooled), fd_(std::make_shared<Descriptor>(fd)) {
+    if (pooled_) {
+      OpenFiles& files = OpenFiles::Get();
+      std::lock_guard<std::mutex> lock(files.mu);
+      Track(files);
+    }
+  }
+  ~PosixRandomSource() override {
+    if (!pooled_) return;
+    OpenFiles& files = OpenFiles::Get();
+    std::lock_guard<std::mutex> lock(files.mu);
+    if (fd_ != nullptr) files.lru.erase(lru_pos_);
+  }
+
   Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
+    ZF_ASSIGN_OR_RETURN(std::shared_ptr<const Descriptor> d, Acquire());
     size_t done = 0;
     while (done < dst.size()) {
       if (offset + done >= size_) break;
-      ssize_t r = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
+      ssize_t r = ::pread(d->fd, dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
       if (r < 0) {
         if (errno == EINTR) continue;
         return PosixError(name_, "read", errno).WithOffset(offset + done);
@@ -62,14 +118,57 @@ class PosixRandomSource final : public RandomSource {
   const std::string& name() const override { return name_; }
 
  private:
-  std::string name_;
-  int fd_;
-  uint64_t size_;
+  // The open descriptor, reopening the file if the pool closed it.
+  Result<std::shared_ptr<const Descriptor>> Acquire() const {
+    if (!pooled_) return std::shared_ptr<const Descriptor>(fd_);
+    OpenFiles& files = OpenFiles::Get();
+    std::lock_guard<std::mutex> lock(files.mu);
+    if (fd_ != nullptr) {
+      files.lru.splice(files.lru.end(), files.lru, lru_pos_);
+      return std::shared_ptr<const Descriptor>(fd_);
+    }
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError(name_, "reopen (closed to stay under the limit on open files)", errno);
+    auto d = std::make_shared<Descriptor>(fd);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return PosixError(name_, "stat", errno);
+    if (st.st_dev != device_ || st.st_ino != inode_ || static_cast<uint64_t>(st.st_size) != size_) {
+      return Status::IOError("was replaced or changed size while being read (" + std::to_string(size_) + " bytes, now " +
+                             std::to_string(st.st_size) + ")")
+          .WithPath(name_);
+    }
+    fd_ = std::move(d);
+    Track(files);
+    return std::shared_ptr<const Descriptor>(fd_);
+  }
+
+  // Puts this source (just opened) last in the pool, closing the least
+  // recently read ones over the budget. REQUIRES: files.mu held.
+  void Track(OpenFiles& files) const {
+    files.lru.push_back(this);
+    lru_pos_ = std::prev(files.lru.end());
+    const size_t budget = OpenFiles::Budget();
+    while (files.lru.size() > budget) {
+      const PosixRandomSource* oldest = files.lru.front();
+      files.lru.pop_front();
+      oldest->fd_.reset();
+    }
+  }
+
+  const std::string name_;
+  const std::string path_;
+  const dev_t device_;
+  const ino_t inode_;
+  const uint64_t size_;
+  const bool pooled_;
+  // Guarded by OpenFiles::mu when pooled_; null while the pool has it closed.
+  mutable std::shared_ptr<Descriptor> fd_;
+  mutable std::list<const PosixRandomSource*>::iterator lru_pos_;
 };
 
 // Opens the regular file at `path` for positional reads; the source and its
-// errors carry `name`.
-Result<std::unique_ptr<RandomSource>> OpenRegularFile(const std::string& path, const std::string& name) {
+// errors carry `name`. `pooled` as PosixRandomSource's.
+Result<std::unique_ptr<RandomSource>> OpenRegularFile(const std::string& path, const std::string& name, bool pooled) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return PosixError(name, "open", errno);
   struct stat st;
@@ -84,7 +183,7 @@ Result<std::unique_ptr<RandomSource>> OpenRegularFile(const std::string& path, c
                                                          : "not a regular file (use - for a pipe)")
         .WithPath(name);
   }
-  return std::unique_ptr<RandomSource>(new PosixRandomSource(name, fd, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<RandomSource>(new PosixRandomSource(name, path, fd, st, pooled));
 }
 
 class PosixStreamSource final : public StreamSource {
@@ -153,7 +252,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   Result<std::unique_ptr<RandomSource>> OpenWritten() override {
     if (fd_ < 0) return Status::Internal("read back after commit").WithPath(target_);
     ZF_TRY(writer_.Finish());
-    return OpenRegularFile(temp_, target_);
+    return OpenRegularFile(temp_, target_, /*pooled=*/false);  // the temp path goes at Commit
   }
 
  private:
@@ -281,7 +380,7 @@ const io::WriterId& Self() {
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) override {
-    return OpenRegularFile(path, path);
+    return OpenRegularFile(path, path, /*pooled=*/true);
   }
 
   Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) override {

@@ -6,9 +6,10 @@
 
 namespace zerofold::io {
 
-// Raises the soft limit on open files to the hard limit: a merge holds
-// every rank file of a checkpoint open at once (a Distributed Checkpoint
-// of 2048 ranks has 2048 .distcp files; the usual soft limit is 1024).
+// Raises the soft limit on open files to the hard limit: the POSIX env
+// keeps at most half the soft limit of its files open (a merge of a 2048-rank
+// Distributed Checkpoint reads 2048 .distcp files), closing and reopening
+// the others, so a higher limit means fewer reopens.
 // Does nothing where the limit cannot be read or raised.
 void RaiseOpenFileLimit();
 

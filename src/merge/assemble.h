@@ -60,7 +60,7 @@ class TensorAssembler {
 
  private:
   std::span<const SourceFile> sources_;
-  DeflatedRecords deflated_;  // kept open across tensors
+  zip::OpenEntries deflated_;  // kept open across tensors
   size_t buffer_bytes_;
   std::vector<std::byte> in_;
   std::vector<std::byte> out_;

@@ -22,20 +22,7 @@ constexpr uint64_t kMinRunsPerWindow = 16;
 
 }  // namespace
 
-const RandomSource& DeflatedRecords::Open(const SourceFile& file, const Piece& piece) {
-  for (size_t i = 0; i < open_.size(); ++i) {
-    if (open_[i].file == file.source && open_[i].data_offset == piece.deflated.data_offset) {
-      std::rotate(open_.begin() + static_cast<std::ptrdiff_t>(i), open_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                  open_.end());
-      return *open_.back().bytes;
-    }
-  }
-  if (open_.size() == kOpen) open_.erase(open_.begin());
-  open_.push_back({file.source, piece.deflated.data_offset, zip::OpenEntry(*file.source, piece.deflated)});
-  return *open_.back().bytes;
-}
-
-PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes, DeflatedRecords* records)
+PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes, zip::OpenEntries* records)
     : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize),
       records_(records != nullptr ? records : &own_records_) {
   left_ = NumelOf(piece.sizes);
@@ -128,8 +115,10 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
 Status PieceReader::ReadStorage(uint64_t pos, std::span<std::byte> dst) {
   bytes_read_ += dst.size();
   if (piece_.transform == Transform::kNone) return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
-  if (piece_.transform == Transform::kDeflate)
-    return ReadExactAt(records_->Open(file_, piece_), piece_.data_offset + pos, dst);
+  if (piece_.transform == Transform::kDeflate) {
+    ZF_ASSIGN_OR_RETURN(zip::EntrySource * record, records_->Open(*file_.source, piece_.deflated));
+    return ReadExactAt(*record, piece_.data_offset + pos, dst);
+  }
   // A decompressed stream goes forward only: going back starts it again.
   if (stream_ == nullptr || pos < stream_pos_) {
     stream_.reset();

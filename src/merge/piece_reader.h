@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "merge/plan.h"
+#include "zip/entry_source.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
 
@@ -36,33 +37,14 @@ namespace zerofold::merge {
 // around the window.
 inline constexpr size_t kFirstWindowBytes = size_t{64} << 10;
 
-// The deflated records (Transform::kDeflate) pieces read, kept open across
-// pieces: the pieces of one record (a ZeRO partition's params) are read in
-// order, so each continues inflating where the one before stopped instead
-// of starting again from the record's first byte. Holds the last kOpen
-// records. Not thread-safe.
-class DeflatedRecords {
- public:
-  static constexpr size_t kOpen = 4;
-  // The inflated bytes of `piece`'s record in `file`, offset 0 its first
-  // byte. Valid until the next call. REQUIRES: piece.transform == kDeflate.
-  const RandomSource& Open(const SourceFile& file, const Piece& piece);
-
- private:
-  struct Record {
-    const RandomSource* file;
-    uint64_t data_offset;
-    std::unique_ptr<RandomSource> bytes;
-  };
-  std::vector<Record> open_;  // most recently used last
-};
-
 class PieceReader {
  public:
   // REQUIRES: CheckPieceView(piece) passed. `records`, when given, serves
-  // deflated pieces and outlives the reader; else the reader opens its own.
+  // deflated pieces (Transform::kDeflate) and outlives the reader: pieces
+  // of one record read through one keeper continue inflating where the one
+  // before stopped. Else the reader opens its own.
   PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes,
-              DeflatedRecords* records = nullptr);
+              zip::OpenEntries* records = nullptr);
   ~PieceReader();
   PieceReader(const PieceReader&) = delete;
   PieceReader& operator=(const PieceReader&) = delete;
@@ -108,8 +90,8 @@ class PieceReader {
   // zstd: the decompressing stream, at storage byte stream_pos_.
   std::unique_ptr<StreamSource> stream_;
   // deflate: the records' keeper (the caller's, or own_records_).
-  DeflatedRecords* records_;
-  DeflatedRecords own_records_;
+  zip::OpenEntries* records_;
+  zip::OpenEntries own_records_;
   uint64_t stream_pos_ = 0;
   uint64_t bytes_read_ = 0;
 };

@@ -5,19 +5,15 @@
 // A stored record (and every legacy one) is the file itself, shifted:
 // positional reads, as fast as the file. A deflated record is inflated
 // forward (zip/entry_source.h): memory is the inflater's window plus a
-// buffer, never the record; reads should go forward through a storage, as
+// buffer per open record, never the record; reads should go forward through a storage, as
 // a plan's byte ranges do (a read behind the current position re-inflates
-// from the record's start). The last kOpenDeflated deflated records stay
-// open, so a caller that alternates between a few storages (merge, reading
+// from the record's start). The last zip::OpenEntries::kOpen deflated
+// records stay open, so a caller that alternates between a few storages (merge, reading
 // slices of several ranks' partitions) keeps its place in each.
 //
 // Not thread-safe: one StorageSources per thread (the file may be shared).
 #ifndef ZEROFOLD_TORCH_STORAGE_SOURCE_H_
 #define ZEROFOLD_TORCH_STORAGE_SOURCE_H_
-
-#include <cstddef>
-#include <memory>
-#include <vector>
 
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -32,10 +28,8 @@ zip::Entry RecordEntry(const Storage& s);
 
 class StorageSources {
  public:
-  static constexpr size_t kOpenDeflated = 4;
-
   // REQUIRES: `file` outlives this object.
-  explicit StorageSources(const RandomSource& file);
+  explicit StorageSources(const RandomSource& file) : file_(file) {}
 
   // The bytes of the record behind `s`, offset 0 being its first byte (read
   // errors carry the record and absolute file offsets). The pointer is valid
@@ -46,16 +40,11 @@ class StorageSources {
 
   // Finishes every deflated record still open: reads each to its end and
   // checks its sizes and CRC-32. Call before committing an output.
-  Status Finish();
+  Status Finish() { return records_.Finish(); }
 
  private:
-  struct Open {
-    uint64_t data_offset;
-    std::unique_ptr<zip::EntrySource> source;
-  };
   const RandomSource& file_;
-  std::unique_ptr<zip::EntrySource> stored_;
-  std::vector<Open> deflated_;  // most recently used last
+  zip::OpenEntries records_;  // the last zip::OpenEntries::kOpen deflated ones
 };
 
 }  // namespace zerofold::torch

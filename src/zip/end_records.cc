@@ -25,7 +25,12 @@ struct EndOfCentralDir {
 
 // Scans back from the end for a signature whose comment length reaches
 // exactly to the end of the file: the comment may itself contain the
-// signature, and bytes after the comment are not allowed.
+// signature, and bytes after the comment are not allowed. The last
+// kFirstTailBytes are scanned first (a torch archive has no comment: its
+// record is the last 22 bytes), then, if no record is there, the whole
+// window a comment can need: the match nearest the end is found either way.
+constexpr uint64_t kFirstTailBytes = 4096;
+
 Result<EndOfCentralDir> FindEndOfCentralDir(const RandomSource& src) {
   const uint64_t size = src.size();
   if (size < kEndOfCentralDirSize) {
@@ -34,30 +39,34 @@ Result<EndOfCentralDir> FindEndOfCentralDir(const RandomSource& src) {
                            std::to_string(kEndOfCentralDirSize) + " bytes)")
         .WithOffset(0);
   }
-  const uint64_t window = std::min<uint64_t>(size, kEndOfCentralDirSize + kMaxCommentSize);
-  const uint64_t window_offset = size - window;
-  std::vector<std::byte> tail(static_cast<size_t>(window));
-  ZF_TRY(ReadExactAt(src, window_offset, tail));
-  for (size_t i = tail.size() - kEndOfCentralDirSize + 1; i-- > 0;) {
-    const std::byte* p = tail.data() + i;
-    if (io::DecodeU32le(p) != kEndOfCentralDirSignature) continue;
-    const uint16_t comment_length = io::DecodeU16le(p + kEndOfCentralDirCommentLengthOffset);
-    if (i + kEndOfCentralDirSize + comment_length != tail.size()) continue;
-    io::Cursor cur(std::span<const std::byte>(p, kEndOfCentralDirSize), window_offset + i);
-    EndOfCentralDir e;
-    e.offset = cur.offset();
-    ZF_TRY(cur.Skip(4));
-    ZF_ASSIGN_OR_RETURN(e.disk, cur.U16le());
-    ZF_ASSIGN_OR_RETURN(e.cd_disk, cur.U16le());
-    ZF_ASSIGN_OR_RETURN(e.entries_on_disk, cur.U16le());
-    ZF_ASSIGN_OR_RETURN(e.entries, cur.U16le());
-    ZF_ASSIGN_OR_RETURN(e.cd_size, cur.U32le());
-    ZF_ASSIGN_OR_RETURN(e.cd_offset, cur.U32le());
-    return e;
+  const uint64_t full_window = std::min<uint64_t>(size, kEndOfCentralDirSize + kMaxCommentSize);
+  std::vector<std::byte> tail;
+  for (uint64_t window : {std::min(full_window, kFirstTailBytes), full_window}) {
+    if (window <= tail.size()) continue;  // the first window was the whole file
+    const uint64_t window_offset = size - window;
+    tail.resize(static_cast<size_t>(window));
+    ZF_TRY(ReadExactAt(src, window_offset, tail));
+    for (size_t i = tail.size() - kEndOfCentralDirSize + 1; i-- > 0;) {
+      const std::byte* p = tail.data() + i;
+      if (io::DecodeU32le(p) != kEndOfCentralDirSignature) continue;
+      const uint16_t comment_length = io::DecodeU16le(p + kEndOfCentralDirCommentLengthOffset);
+      if (i + kEndOfCentralDirSize + comment_length != tail.size()) continue;
+      io::Cursor cur(std::span<const std::byte>(p, kEndOfCentralDirSize), window_offset + i);
+      EndOfCentralDir e;
+      e.offset = cur.offset();
+      ZF_TRY(cur.Skip(4));
+      ZF_ASSIGN_OR_RETURN(e.disk, cur.U16le());
+      ZF_ASSIGN_OR_RETURN(e.cd_disk, cur.U16le());
+      ZF_ASSIGN_OR_RETURN(e.entries_on_disk, cur.U16le());
+      ZF_ASSIGN_OR_RETURN(e.entries, cur.U16le());
+      ZF_ASSIGN_OR_RETURN(e.cd_size, cur.U32le());
+      ZF_ASSIGN_OR_RETURN(e.cd_offset, cur.U32le());
+      return e;
+    }
   }
   return Status::Corrupt("no end of central directory record in the last " +
-                         std::to_string(window) + " bytes: not a zip archive, or truncated")
-      .WithOffset(window_offset);
+                         std::to_string(full_window) + " bytes: not a zip archive, or truncated")
+      .WithOffset(size - full_window);
 }
 
 // A 16- or 32-bit end record field must hold the zip64 value or the marker.

@@ -149,4 +149,35 @@ std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry&
   return std::make_unique<StoredEntrySource>(archive, entry);
 }
 
+Result<EntrySource*> OpenEntries::Open(const RandomSource& archive, const Entry& entry) {
+  if (!entry.deflated()) {
+    stored_ = OpenEntry(archive, entry);
+    return stored_.get();
+  }
+  for (size_t i = 0; i < deflated_.size(); ++i) {
+    if (deflated_[i].archive == &archive && deflated_[i].data_offset == entry.data_offset) {
+      std::rotate(deflated_.begin() + static_cast<std::ptrdiff_t>(i),
+                  deflated_.begin() + static_cast<std::ptrdiff_t>(i) + 1, deflated_.end());
+      return deflated_.back().source.get();
+    }
+  }
+  if (deflated_.size() == kOpen) {
+    Status closed = deflated_.front().source->Finish();
+    deflated_.erase(deflated_.begin());
+    ZF_TRY(closed);
+  }
+  deflated_.push_back(Kept{&archive, entry.data_offset, OpenEntry(archive, entry)});
+  return deflated_.back().source.get();
+}
+
+Status OpenEntries::Finish() {
+  Status first = Status::OK();
+  for (Kept& k : deflated_) {
+    Status s = k.source->Finish();
+    if (first.ok() && !s.ok()) first = std::move(s);
+  }
+  deflated_.clear();
+  return first;
+}
+
 }  // namespace zerofold::zip

@@ -13,7 +13,10 @@
 #ifndef ZEROFOLD_ZIP_ENTRY_SOURCE_H_
 #define ZEROFOLD_ZIP_ENTRY_SOURCE_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -32,6 +35,36 @@ class EntrySource : public RandomSource {
 // REQUIRES: `archive` outlives the result; `entry` is one of its entries
 // (ReadArchive checked it lies inside the archive).
 std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry& entry);
+
+// Entries kept open across reads, for readers that go forward through a few
+// entries at once (merge reading slices of several ranks' partitions; shrink
+// reading views of several storages): each continues inflating where it
+// stopped instead of starting again from the entry's first byte. The last
+// kOpen deflated entries stay open; a stored entry is opened afresh on each
+// call (it costs nothing). Not thread-safe.
+class OpenEntries {
+ public:
+  static constexpr size_t kOpen = 4;
+
+  // The bytes of `entry` of `archive`, valid until the next call. Closing
+  // the least recently used deflated entry finishes it (its sizes and CRC-32
+  // are checked): its error is returned.
+  // REQUIRES: as OpenEntry; `archive` outlives this object.
+  Result<EntrySource*> Open(const RandomSource& archive, const Entry& entry);
+
+  // Finishes every deflated entry still open (EntrySource::Finish) and
+  // closes them. Call before committing an output.
+  Status Finish();
+
+ private:
+  struct Kept {
+    const RandomSource* archive;
+    uint64_t data_offset;
+    std::unique_ptr<EntrySource> source;
+  };
+  std::unique_ptr<EntrySource> stored_;
+  std::vector<Kept> deflated_;  // most recently used last
+};
 
 }  // namespace zerofold::zip
 

@@ -215,5 +215,19 @@ expect "unsafe global warns" 0 "zerofold: ckpt/global_step2/mp_rank_00_model_sta
   "$Z" merge ckpt out
 expect "--quiet hides warnings" 0 "" "$Z" merge --quiet --force ckpt out
 
+# Under a limit on open files below the rank files' count: zerofold holds at
+# most half the limit open (4 model + 4 optim files of ZeRO-3 ws4 under a
+# limit of 11, with 0-2 taken: holding all would need fds 0-10 before the
+# output's) and reopens the others as needed; the output is the same.
+"$Z" merge --quiet "$DS/zero3_ws4_fp32/ckpt" unlimited.safetensors
+(
+  for fd in $(seq 3 63); do eval "exec $fd>&-" 2>/dev/null; done
+  ulimit -n 11
+  "$Z" merge --quiet "$DS/zero3_ws4_fp32/ckpt" limited.safetensors
+) 2>limit_err.txt
+if cmp -s unlimited.safetensors limited.safetensors; then ok; else
+  bad "merge under ulimit -n 11 equals the unlimited merge" "stderr: $(cat limit_err.txt)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

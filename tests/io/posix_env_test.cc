@@ -2,9 +2,12 @@
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <span>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -100,6 +103,62 @@ TEST_CASE("PosixEnv: a new temp file's folder is swept of temp files whose write
   for (const std::string& f : {live, remote, other, dir + "/a.pt"}) CHECK(env->FileExists(f));
   for (const std::string& f : {dead, reused}) CHECK_FALSE(env->FileExists(f));
   for (const std::string& f : {live, remote, other, dir + "/a.pt"}) unlink(f.c_str());
+  rmdir(dir.c_str());
+}
+
+// Open descriptors under the limit on open files: PosixEnv keeps at most half
+// the soft RLIMIT_NOFILE of its random sources open, reopening one when read
+// again; a file replaced meanwhile is refused, not read in its new form.
+size_t OpenDescriptors() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.exists() ? 1 : 0;
+  return n;
+}
+
+TEST_CASE("PosixEnv random sources: at most half the soft open-file limit open; reread after closing; a replaced file refused") {
+  char name[] = "/tmp/zf_posix_pool_XXXXXX";
+  REQUIRE(mkdtemp(name) != nullptr);
+  const std::string dir = name;
+  Env* env = Env::Default();
+  constexpr int kFiles = 60;
+  auto path = [&](int i) { return dir + "/f" + std::to_string(i); };
+  auto content = [](int i) { return std::string(100 + i, static_cast<char>('a' + i % 26)); };
+  for (int i = 0; i < kFiles; ++i) std::ofstream(path(i), std::ios::binary) << content(i);
+
+  struct rlimit saved;
+  REQUIRE_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const size_t before = OpenDescriptors();
+  struct rlimit low = saved;
+  low.rlim_cur = before + 40;  // budget: (before + 40) / 2, fewer than kFiles
+  REQUIRE_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  const size_t budget = (before + 40) / 2;
+  REQUIRE_LT(budget, static_cast<size_t>(kFiles));
+
+  std::vector<std::unique_ptr<RandomSource>> sources;
+  for (int i = 0; i < kFiles; ++i) sources.push_back(env->OpenRandom(path(i)).value());
+  CHECK_LE(OpenDescriptors(), before + budget);
+  // Three rounds over every file, each read whole: the right bytes each time.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kFiles; ++i) {
+      CAPTURE(i);
+      std::string got(sources[i]->size(), '\0');
+      REQUIRE(ReadExactAt(*sources[i], 0, std::as_writable_bytes(std::span(got))).ok());
+      CHECK_EQ(got, content(i));
+    }
+    CHECK_LE(OpenDescriptors(), before + budget);
+  }
+  // File 0 was closed (read longest ago); replace it: the reread is refused.
+  REQUIRE_EQ(rename(path(1).c_str(), path(0).c_str()), 0);
+  std::byte b[4];
+  Status replaced = ReadExactAt(*sources[0], 0, b);
+  CHECK_EQ(replaced.code(), Code::kIO);
+  CHECK_EQ(replaced.ToString(), path(0) + ": io: was replaced or changed size while being read (100 bytes, now 101)");
+  // The last file, read most recently, is still open and reads on.
+  CHECK(ReadExactAt(*sources[kFiles - 1], 0, b).ok());
+  sources.clear();
+  CHECK_EQ(OpenDescriptors(), before);
+  REQUIRE_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  for (int i = 0; i < kFiles; ++i) unlink(path(i).c_str());
   rmdir(dir.c_str());
 }
 

@@ -370,6 +370,9 @@ TEST_CASE("end record comments and the fields of a plain end record") {
   tricky += std::string(30, '\0');
   CHECK(ReadArchiveBytes(with_comment(tricky, static_cast<uint16_t>(tricky.size()))).ok());
   CHECK(ReadArchiveBytes(with_comment(std::string(65535, 'c'), 65535)).ok());
+  // Past the first 4096-byte tail scanned, with a false signature inside it.
+  const std::string long_tricky = std::string(5000, 'c') + tricky;
+  CHECK(ReadArchiveBytes(with_comment(long_tricky, static_cast<uint16_t>(long_tricky.size()))).ok());
   // Bytes after the end record that its comment length does not cover.
   Status trailing = ReadArchiveBytes(with_comment("abc", 0)).status();
   CHECK_EQ(trailing.code(), Code::kCorrupt);
