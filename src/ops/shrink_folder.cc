@@ -114,8 +114,26 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     }
     ZF_TRY(SelectPartFiles(env, part, force, options.dry_run, report.parts));
   }
+  // One run into a folder: an existing output file needs --force, as a
+  // file OUT does (parts: SelectPartFiles decides).
+  if (part.kind == PartSpec::Kind::kAll && !in_place && !options.dry_run && !force) {
+    std::vector<std::string> written = targets;
+    if (index != nullptr) written.push_back(model::JoinPath(output, model::kTorchIndexName));
+    for (const std::string& t : written) {
+      if (env->FileExists(t))
+        return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
+    }
+  }
   // finish writes no shard: OUT holds the parts' shards already.
   if (!options.dry_run && !in_place && part.kind != PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
+  // A failing run removes what it wrote before the failure (in place, each
+  // shard replaced its input: atomic per file, nothing to take back).
+  std::vector<std::string> committed;
+  auto roll_back = [&](Status failed) {
+    if (!in_place && part.kind == PartSpec::Kind::kAll)
+      for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
+    return failed;
+  };
   std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
   for (size_t k = 0; k < shards.size(); ++k) {
@@ -140,8 +158,10 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
         continue;
       }
     }
-    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], targets[k], options));
-    report.shards.push_back(std::move(r));
+    Result<ShrinkReport> r = ShrinkFile(env, shards[k], targets[k], options);
+    if (!r.ok()) return roll_back(r.status());
+    if (!options.dry_run) committed.push_back(targets[k]);
+    report.shards.push_back(std::move(r).value());
   }
   if (part.kind == PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
   std::string index_text;
@@ -158,8 +178,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     for (const auto& [name, file] : out_index.weight_map) {
       auto it = name_bytes.find(name);
       if (it == name_bytes.end())
-        return Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
-            .WithPath(index->path);
+        return roll_back(Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
+                             .WithPath(index->path));
       total += it->second;
     }
     out_index.total_size = total;
@@ -174,11 +194,16 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
     for (const DirEntry& e : entries) {
       if (e.is_dir || handled.count(e.name) || e.name.rfind(".", 0) == 0) continue;
-      ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), options.buffer_bytes));
+      const std::string to = model::JoinPath(output, e.name);
+      if (Status s = CopyFile(env, model::JoinPath(input, e.name), to, options.buffer_bytes); !s.ok())
+        return roll_back(s);
+      committed.push_back(to);
       report.copied.push_back(e.name);
     }
   }
-  if (index != nullptr) ZF_TRY(WriteSmallFile(env, report.index, index_text));
+  if (index != nullptr) {
+    if (Status s = WriteSmallFile(env, report.index, index_text); !s.ok()) return roll_back(s);
+  }
   return report;
 }
 

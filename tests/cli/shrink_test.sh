@@ -230,6 +230,26 @@ done
 [ "$(ls -A "$T/ip/hf" | tr '\n' ' ')" = "$(ls -A "$F/hf/bloated" | tr '\n' ' ')" ] || fail "--in-place folder: files $(ls -A "$T/ip/hf")"
 rm -rf "$T/ip"
 
+# A folder OUT that holds this plan's files: refused without --force (as a
+# file OUT is), untouched; --force replaces them.
+mkdir -p "$T/again"
+"$Z" shrink --quiet "$F/hf/bloated" "$T/again/o"
+first=$(inode "$T/again/o/pytorch_model-00001-of-00003.bin")
+run_z shrink --quiet "$F/hf/bloated" "$T/again/o"
+expect "folder OUT with this plan's files" 2 "zerofold: $T/again/o/pytorch_model-00001-of-00003.bin: invalid argument: exists; use --force to replace it
+"
+[ "$(inode "$T/again/o/pytorch_model-00001-of-00003.bin")" = "$first" ] || fail "refused folder OUT: a shard was rewritten"
+run_z shrink --quiet --force "$F/hf/bloated" "$T/again/o"
+expect "folder OUT with --force" 0 ""
+[ "$(inode "$T/again/o/pytorch_model-00001-of-00003.bin")" != "$first" ] || fail "--force: the shard was not rewritten"
+# A shard that fails after others were written: what the run wrote is removed.
+cp -r "$F/hf/bloated" "$T/again/hf"
+head -c 3000 "$F/hf/bloated/pytorch_model-00002-of-00003.bin" >"$T/again/hf/pytorch_model-00002-of-00003.bin"
+run_z shrink --quiet "$T/again/hf" "$T/again/failed"
+[ "$RC" = 1 ] || fail "a truncated second shard: exit $RC, want 1"
+expect_empty_dir "a failed folder shrink removes the shards it wrote" "$T/again/failed"
+rm -rf "$T/again"
+
 # --- --dry-run writes nothing and prints the plan ----------------------------------------
 run_z shrink --dry-run "$views" out.pt
 expect "--dry-run" 0 ""
