@@ -4,8 +4,8 @@
 # examples/slurm/merge.sbatch and shrink.sbatch are submitted with sbatch as
 # the README says (an array of N parts, then the finishing task with
 # --dependency=afterok) on the DeepSpeed and DCP fixtures and on a bloated
-# sharded folder written by torch: each output is byte-identical to a single
-# run. Then one array task is SIGKILLed mid-write (its temp file half
+# sharded folder written by torch (shrunk to torch shards, converted to
+# safetensors shards): each output is byte-identical to a single run. Then one array task is SIGKILLed mid-write (its temp file half
 # written), resubmitted alone as the examples say, and finished: the output
 # is byte-identical and no temp file remains.
 #
@@ -170,6 +170,19 @@ wait_jobs "$jid" "$fid"
 check "shrink: 2 array tasks and finish completed" \
   "[ '$(states "$jid") / $(states "$fid")' = 'COMPLETED COMPLETED / COMPLETED' ]"
 same_folder "shrink: sbatch array + finish = one run" "$S/shrink-one" "$S/shrink-parts"
+
+# --- convert: the same folder to safetensors shards, 2 parts + finish ------
+"$Z" convert --quiet --to safetensors --max-shard-size 150MB "$IN" "$S/st-one" || bad "convert: single run"
+check "convert: one run writes 2 safetensors shards, index and config" "[ $(ls "$S/st-one" | wc -l) -eq 4 ]"
+jid=$(IN=$IN OUT=$S/st-parts COMMAND=convert FLAGS='--to safetensors --max-shard-size 150MB' ZEROFOLD=$Z \
+  submit --job-name=convert --array=0-1 "$EXAMPLES/shrink.sbatch")
+fid=$(IN=$IN OUT=$S/st-parts COMMAND=convert FLAGS='--to safetensors --max-shard-size 150MB' ZEROFOLD=$Z \
+  submit --job-name=convert-finish --dependency="afterok:$jid" --array=0 --export=ALL,PART=finish \
+  "$EXAMPLES/shrink.sbatch")
+wait_jobs "$jid" "$fid"
+check "convert: 2 array tasks and finish completed" \
+  "[ '$(states "$jid") / $(states "$fid")' = 'COMPLETED COMPLETED / COMPLETED' ]"
+same_folder "convert: sbatch array + finish = one run" "$S/st-one" "$S/st-parts"
 
 # --- kill one array task mid-write, resubmit it alone, finish --------------
 # Task 1's zerofold is stopped (SIGSTOP) once its temp file holds bytes,
