@@ -7,7 +7,7 @@ namespace zerofold::cli {
 FlagSpec PartFlagSpec() {
   return {"part", true,
           "write only part I of N (I from 0 to N-1, as SLURM_ARRAY_TASK_ID with --array=0-$((N-1))) of a folder OUT, "
-          "no index; 'finish' checks every file and writes the index",
+          "no index; 'finish' checks every file (sizes; with --verify, values) and writes the index",
           "I/N|finish"};
 }
 

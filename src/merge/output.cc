@@ -1,6 +1,7 @@
 #include "merge/output.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -197,10 +198,47 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
 
+  TensorAssembler assembler(plan.sources, options.buffer_bytes);
+  // --verify: reads back files[k] for each k of `ks` through open_back(k)
+  // and compares every tensor with its sources, before any commit.
+  auto verify_files = [&](const std::vector<size_t>& ks,
+                          const std::function<Result<std::unique_ptr<RandomSource>>(size_t)>& open_back) -> Status {
+    std::vector<std::unique_ptr<RandomSource>> backs;
+    std::vector<const RandomSource*> readers;
+    std::vector<MergeOutputFile> checked_files;
+    uint64_t verify_total = 0;
+    for (size_t k : ks) {
+      Result<std::unique_ptr<RandomSource>> back = open_back(k);
+      if (!back.ok()) return Status(back.status()).WithPath(report->files[k].path);
+      backs.push_back(std::move(*back));
+      readers.push_back(backs.back().get());
+      checked_files.push_back(report->files[k]);
+      for (size_t i : report->files[k].entries) verify_total += entry_bytes[i];
+    }
+    uint64_t checked = 0;
+    auto verify_progress = [&](uint64_t n) {
+      checked += n;
+      if (options.progress) options.progress("verify", checked, verify_total);
+    };
+    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
+                                                          assembler, options.read, options.buffer_bytes,
+                                                          verify_progress));
+    report->verified = true;
+    report->verified_tensors = v.tensors;
+    report->verified_bytes = v.bytes;
+    return Status::OK();
+  };
+
   if (part.kind == ops::PartSpec::Kind::kFinish) {
-    // Every file was written by its part (SelectPartFiles checked): the
-    // index and the removal of an earlier save's other files come last,
-    // so a half-done output never has an index.
+    // Every file was written by its part (SelectPartFiles checked the
+    // sizes; --verify checks every file's values). The index and the
+    // removal of an earlier save's other files come last, so a half-done
+    // output never has an index.
+    if (options.verify) {
+      std::vector<size_t> all(report->files.size());
+      for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+      ZF_TRY(verify_files(all, [&](size_t k) { return env->OpenRandom(report->files[k].path); }));
+    }
     if (!report->index.empty()) {
       if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
         return s.WithPath(report->index);
@@ -210,7 +248,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   }
 
   if (!target.single_file) ZF_TRY(env->CreateDirs(out));
-  TensorAssembler assembler(plan.sources, options.buffer_bytes);
   uint64_t done = 0;
   uint64_t total = 0;
   for (size_t k = 0; k < report->files.size(); ++k)
@@ -240,33 +277,15 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   if (options.verify) {
     // Before any commit: a mismatch leaves every target as it was. A part
     // checks its files, those it skipped as complete too.
-    std::vector<std::unique_ptr<RandomSource>> backs;
-    std::vector<const RandomSource*> readers;
-    std::vector<MergeOutputFile> checked_files;
-    size_t next_sink = 0;
-    for (size_t k = 0; k < report->files.size(); ++k) {
-      if (!mine(k)) continue;
-      Result<std::unique_ptr<RandomSource>> back =
-          part_files.write[k] ? sinks[next_sink++]->OpenWritten() : env->OpenRandom(report->files[k].path);
-      if (!back.ok()) return Status(back.status()).WithPath(report->files[k].path);
-      backs.push_back(std::move(*back));
-      readers.push_back(backs.back().get());
-      checked_files.push_back(report->files[k]);
+    std::vector<size_t> ks;
+    std::vector<size_t> sink_of(report->files.size(), SIZE_MAX);
+    for (size_t k = 0, next_sink = 0; k < report->files.size(); ++k) {
+      if (part_files.write[k]) sink_of[k] = next_sink++;
+      if (mine(k)) ks.push_back(k);
     }
-    uint64_t checked = 0;
-    uint64_t verify_total = 0;
-    for (const MergeOutputFile& f : checked_files)
-      for (size_t i : f.entries) verify_total += entry_bytes[i];
-    auto verify_progress = [&](uint64_t n) {
-      checked += n;
-      if (options.progress) options.progress("verify", checked, verify_total);
-    };
-    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
-                                                          assembler, options.read, options.buffer_bytes,
-                                                          verify_progress));
-    report->verified = true;
-    report->verified_tensors = v.tensors;
-    report->verified_bytes = v.bytes;
+    ZF_TRY(verify_files(ks, [&](size_t k) {
+      return sink_of[k] != SIZE_MAX ? sinks[sink_of[k]]->OpenWritten() : env->OpenRandom(report->files[k].path);
+    }));
   }
   // Every file is complete: commit them, the index last. Should a commit
   // fail, the files committed before it are removed again, so no partial

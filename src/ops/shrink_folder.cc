@@ -138,14 +138,11 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
   for (size_t k = 0; k < shards.size(); ++k) {
     handled.insert(shards[k].substr(shards[k].rfind('/') + 1));
-    if (part.kind == PartSpec::Kind::kFinish) {
-      report.shards.push_back(planned[k]);
-      continue;
-    }
-    if (part.kind == PartSpec::Kind::kPart) {
-      if (report.parts.file_parts[k] != part.index) continue;
+    if (part.kind != PartSpec::Kind::kAll) {
+      if (part.kind == PartSpec::Kind::kPart && report.parts.file_parts[k] != part.index) continue;
       if (!report.parts.write[k]) {
-        // Complete: with verify, checked as a written shard is.
+        // Complete (a part's own; finish: every shard): with verify,
+        // checked as a written shard is.
         if (options.verify && !options.dry_run) {
           ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
           ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(targets[k]));

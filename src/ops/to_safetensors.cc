@@ -379,8 +379,10 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   for (size_t k = 0; k < n && !options.dry_run; ++k) {
     if (part_files.write[k]) {
       ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
-    } else if (options.verify && part.kind == PartSpec::Kind::kPart && part_files.file_parts[k] == part.index) {
-      // A file found complete is checked as a written one is.
+    } else if (options.verify && (part.kind == PartSpec::Kind::kFinish ||
+                                  (part.kind == PartSpec::Kind::kPart && part_files.file_parts[k] == part.index))) {
+      // A file found complete (a part's own; finish: every file) is checked
+      // as a written one is.
       ZF_TRY(writer.VerifyExisting(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
     }
   }

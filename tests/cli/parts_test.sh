@@ -173,6 +173,19 @@ assert r['parts'] is None and r['skipped'] == []
 assert r['index'] == 'p/model.safetensors.index.json' and r['copied'] == ['config.json'], r
 PY"
 
+# merge --part finish --verify reads every file back against the sources:
+# a flipped byte of tensor data is refused naming the file, no index.
+rm -rf mv
+for i in 0 1; do "$Z" merge --quiet --part $i/2 --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv; done
+f=$(ls mv | head -1)
+printf '\x7f' | dd of="mv/$f" bs=1 seek=$(($(stat -c %s "mv/$f") - 1)) conv=notrunc 2>/dev/null
+"$Z" merge --quiet --part finish --verify --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv 2>err.txt
+rc=$?
+check "merge finish --verify: exit 1 ($rc) naming mv/$f, no index" \
+  "[ $rc = 1 ] && grep -q \"^zerofold: mv/$f: .*corrupt: \" err.txt && ! ls mv | grep -q index"
+"$Z" merge --quiet --part finish --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv
+check "merge finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls mv | grep -q index"
+
 # A file complete in size but not in value: skipped without --verify,
 # refused with it (exit 1 naming the file), for safetensors and torch.
 for c in "convert $SF|p|model-00001-of-00005.safetensors" "shrink|pt|pytorch_model-00001-of-00003.bin"; do
@@ -203,6 +216,12 @@ PY
   $Z $cmd --quiet --part 0/1 --verify "$HF" "$o/" 2>err.txt
   rc=$?
   check "$cmd --verify: a skipped file checked: exit 1 ($rc) naming $f" "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt"
+  # finish --verify checks every file's values, and writes no index then.
+  # shellcheck disable=SC2086
+  $Z $cmd --quiet --part finish --verify "$HF" "$o/" 2>err.txt
+  rc=$?
+  check "$cmd finish --verify: exit 1 ($rc) naming $f, no index" \
+    "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt && ! ls $o | grep -q index"
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/1 --force --verify "$HF" "$o/" && $Z $cmd --quiet --part finish "$HF" "$o/" &&
     $Z $cmd --quiet "$HF" "${o}1/"
