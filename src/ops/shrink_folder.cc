@@ -114,11 +114,24 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     }
     ZF_TRY(SelectPartFiles(env, part, force, options.dry_run, report.parts));
   }
+  // IN's other files (config, tokenizer; not hidden ones), copied as they
+  // are after the shards, in name order.
+  std::vector<std::string> copies;
+  if (!in_place) {
+    std::set<std::string> handled;
+    for (const std::string& shard : shards) handled.insert(shard.substr(shard.rfind('/') + 1));
+    if (index != nullptr) handled.insert(index->path.substr(index->path.rfind('/') + 1));
+    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
+    for (const DirEntry& e : entries)
+      if (!e.is_dir && !handled.count(e.name) && e.name.rfind(".", 0) != 0) copies.push_back(e.name);
+    std::sort(copies.begin(), copies.end());
+  }
   // One run into a folder: an existing output file needs --force, as a
   // file OUT does (parts: SelectPartFiles decides).
   if (part.kind == PartSpec::Kind::kAll && !in_place && !options.dry_run && !force) {
     std::vector<std::string> written = targets;
     if (index != nullptr) written.push_back(model::JoinPath(output, model::kTorchIndexName));
+    for (const std::string& name : copies) written.push_back(model::JoinPath(output, name));
     for (const std::string& t : written) {
       if (env->FileExists(t))
         return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
@@ -134,10 +147,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
     return failed;
   };
-  std::set<std::string> handled;
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
   for (size_t k = 0; k < shards.size(); ++k) {
-    handled.insert(shards[k].substr(shards[k].rfind('/') + 1));
     if (part.kind != PartSpec::Kind::kAll) {
       if (part.kind == PartSpec::Kind::kPart && report.parts.file_parts[k] != part.index) continue;
       if (!report.parts.write[k]) {
@@ -163,7 +174,6 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   if (part.kind == PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
   std::string index_text;
   if (index != nullptr) {
-    handled.insert(index->path.substr(index->path.rfind('/') + 1));
     // total_size: the nbytes of every name in weight_map, from the shards.
     model::ShardIndex out_index = *index;
     out_index.path = model::JoinPath(output, model::kTorchIndexName);
@@ -186,17 +196,11 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   }
   if (options.dry_run) return report;
   // The copies before the index: a folder with an index is complete.
-  if (!in_place) {
-    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
-    std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-    for (const DirEntry& e : entries) {
-      if (e.is_dir || handled.count(e.name) || e.name.rfind(".", 0) == 0) continue;
-      const std::string to = model::JoinPath(output, e.name);
-      if (Status s = CopyFile(env, model::JoinPath(input, e.name), to, options.buffer_bytes); !s.ok())
-        return roll_back(s);
-      committed.push_back(to);
-      report.copied.push_back(e.name);
-    }
+  for (const std::string& name : copies) {
+    const std::string to = model::JoinPath(output, name);
+    if (Status s = CopyFile(env, model::JoinPath(input, name), to, options.buffer_bytes); !s.ok()) return roll_back(s);
+    committed.push_back(to);
+    report.copied.push_back(name);
   }
   if (index != nullptr) {
     if (Status s = WriteSmallFile(env, report.index, index_text); !s.ok()) return roll_back(s);

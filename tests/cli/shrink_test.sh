@@ -242,6 +242,12 @@ expect "folder OUT with this plan's files" 2 "zerofold: $T/again/o/pytorch_model
 run_z shrink --quiet --force "$F/hf/bloated" "$T/again/o"
 expect "folder OUT with --force" 0 ""
 [ "$(inode "$T/again/o/pytorch_model-00001-of-00003.bin")" != "$first" ] || fail "--force: the shard was not rewritten"
+# A copied file (config.json) of an earlier run is an output too.
+rm -f "$T/again/o"/pytorch_model*
+run_z shrink --quiet "$F/hf/bloated" "$T/again/o"
+expect "folder OUT with this run's config.json" 2 "zerofold: $T/again/o/config.json: invalid argument: exists; use --force to replace it
+"
+[ "$(ls "$T/again/o")" = "config.json" ] || fail "refused folder OUT: wrote $(ls "$T/again/o")"
 # A shard that fails after others were written: what the run wrote is removed.
 cp -r "$F/hf/bloated" "$T/again/hf"
 head -c 3000 "$F/hf/bloated/pytorch_model-00002-of-00003.bin" >"$T/again/hf/pytorch_model-00002-of-00003.bin"
