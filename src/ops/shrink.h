@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,10 @@ struct FolderReport {
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options, const PartSpec& part = {}, bool force = false);
 
+// The files of folder `input` other than `handled` names and hidden ones
+// (config, tokenizer: what a folder output copies as they are), by name.
+Result<std::vector<std::string>> OtherFileNames(Env* env, const std::string& input,
+                                                const std::set<std::string>& handled);
 // Copies a file to `to` atomically (temp file, fsync, rename), through a
 // buffer of at most buffer_bytes.
 Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes);

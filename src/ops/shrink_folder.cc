@@ -28,6 +28,16 @@ std::string TorchName(const std::string& name) {
 
 }  // namespace
 
+Result<std::vector<std::string>> OtherFileNames(Env* env, const std::string& input,
+                                                const std::set<std::string>& handled) {
+  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
+  std::vector<std::string> names;
+  for (const DirEntry& e : entries)
+    if (!e.is_dir && !handled.count(e.name) && e.name.rfind(".", 0) != 0) names.push_back(e.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 Status CopyFile(Env* env, const std::string& from, const std::string& to, size_t buffer_bytes) {
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(from));
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(to));
@@ -121,10 +131,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     std::set<std::string> handled;
     for (const std::string& shard : shards) handled.insert(shard.substr(shard.rfind('/') + 1));
     if (index != nullptr) handled.insert(index->path.substr(index->path.rfind('/') + 1));
-    ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
-    for (const DirEntry& e : entries)
-      if (!e.is_dir && !handled.count(e.name) && e.name.rfind(".", 0) != 0) copies.push_back(e.name);
-    std::sort(copies.begin(), copies.end());
+    ZF_ASSIGN_OR_RETURN(copies, OtherFileNames(env, input, handled));
   }
   // One run into a folder: an existing output file needs --force, as a
   // file OUT does (parts: SelectPartFiles decides).

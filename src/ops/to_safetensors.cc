@@ -61,15 +61,12 @@ Result<std::string> JsonObject(const std::vector<std::pair<std::string, std::str
 // weights of either format (the output replaces those), nor hidden.
 Result<std::vector<std::string>> CopyOtherFiles(Env* env, const std::string& input, const std::string& output,
                                                 const std::set<std::string>& handled, size_t buffer_bytes) {
-  ZF_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, env->ListDir(input));
-  std::sort(entries.begin(), entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  ZF_ASSIGN_OR_RETURN(std::vector<std::string> names, OtherFileNames(env, input, handled));
   std::vector<std::string> copied;
-  for (const DirEntry& e : entries) {
-    if (e.is_dir || handled.count(e.name) || IsSavedWeightsName(e.name, ShardFormat::kSafetensors) ||
-        IsSavedWeightsName(e.name, ShardFormat::kTorch) || e.name.rfind(".", 0) == 0)
-      continue;
-    ZF_TRY(CopyFile(env, model::JoinPath(input, e.name), model::JoinPath(output, e.name), buffer_bytes));
-    copied.push_back(e.name);
+  for (const std::string& name : names) {
+    if (IsSavedWeightsName(name, ShardFormat::kSafetensors) || IsSavedWeightsName(name, ShardFormat::kTorch)) continue;
+    ZF_TRY(CopyFile(env, model::JoinPath(input, name), model::JoinPath(output, name), buffer_bytes));
+    copied.push_back(name);
   }
   return copied;
 }

@@ -31,7 +31,6 @@ Status Corrupt(std::string message, std::string_view file, std::string_view reco
   return s;
 }
 
-// Elements of a recorded shape; kCorrupt for a negative size or overflow.
 Result<uint64_t> Numel(const std::vector<int64_t>& shape, std::string_view what, std::string_view file,
                        std::string_view record) {
   uint64_t n = 1;
@@ -46,19 +45,14 @@ Result<uint64_t> Numel(const std::vector<int64_t>& shape, std::string_view what,
   return n;
 }
 
-// Floating dtypes whose elements convert one by one. float4_e2m1fn_x2 packs
-// two values per element, so a tensor of it keeps its dtype.
 bool IsFloating(DType d) { return torch::Info(d).is_floating && d != DType::kFloat4E2M1FNx2; }
 
-// The dtype a tensor stored as `source` comes out as (README.md: dtypes).
 DType OutputDType(DType source, const PlanOptions& options) {
   if (!IsFloating(source)) return source;
   if (options.float_dtype) return *options.float_dtype;
   return source == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
 }
 
-// True when the view's elements in row-major order are consecutive in its
-// storage. Size-1 dims may have any stride; empty tensors are contiguous.
 bool IsContiguous(const TensorMeta& t) {
   if (t.stride.size() != t.shape.size()) return false;
   for (int64_t d : t.shape) {
@@ -74,8 +68,6 @@ bool IsContiguous(const TensorMeta& t) {
   return true;
 }
 
-// Checks a tensor that a slice will read `len` elements from: contiguous,
-// a non-negative offset, no overflow. `what` names it in messages.
 Status CheckSource(const TensorMeta& t, uint64_t len, std::string_view what, std::string_view file,
                    std::string_view record, Code not_contiguous) {
   if (!IsContiguous(t)) {
@@ -93,7 +85,6 @@ Status CheckSource(const TensorMeta& t, uint64_t len, std::string_view what, std
   return Status::OK();
 }
 
-// A rank's fp32 partition: a flat floating tensor. Returns its length.
 Result<uint64_t> CheckPartition(const TensorMeta& t, std::string_view what, std::string_view file) {
   ZF_ASSIGN_OR_RETURN(uint64_t n, Numel(t.shape, what, file, {}));
   if (t.shape.size() != 1) {

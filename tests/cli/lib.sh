@@ -60,6 +60,20 @@ $3"
   fi
 }
 
+# bad WHAT...: a check that failed (counted, and printed as a failure).
+bad() { ok; fail "$*"; }
+
+# expect_true NAME EXPR: EXPR, evaluated by the shell, succeeds.
+expect_true() { if eval "$2"; then ok; else bad "$1" "$2"; fi; }
+
+# expect_same_folder NAME A B: A and B hold the same file names (hidden ones
+# too, so a leftover temp file fails it) with the same bytes.
+expect_same_folder() {
+  if [ "$(ls -A "$2")" = "$(ls -A "$3")" ] && diff -r "$2" "$3" >/dev/null; then ok; else
+    bad "$1" "$(ls -A "$2" | tr '\n' ' ')" "$(ls -A "$3" | tr '\n' ' ')"
+  fi
+}
+
 # expect_empty_dir NAME DIR: DIR holds no file at all (no output, no temp file).
 expect_empty_dir() {
   zf_checks=$((zf_checks + 1))

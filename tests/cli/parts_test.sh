@@ -15,17 +15,7 @@ FIX=$F
 TMP=$T
 cd "$TMP" || exit 1
 
-bad() { ok; fail "$*"; }  # counted as a check that failed
-check() { if eval "$2"; then ok; else bad "$1" "$2"; fi; }
-
-# same_folder NAME A B: the same file names (hidden ones too) and bytes.
-same_folder() {
-  if [ "$(ls -A "$2")" = "$(ls -A "$3")" ] && diff -r "$2" "$3" >/dev/null; then ok; else
-    bad "$1" "$(ls -A "$2" | tr '\n' ' ')" "$(ls -A "$3" | tr '\n' ' ')"
-  fi
-}
-
-# run_parts CKPT OUT N ORDER... FLAGS...: runs the parts in ORDER, then finish.
+# Each case: one run, then 3 parts in the order 2, 0, 1 and finish.
 cases=(
   "zero3 torch|$FIX/deepspeed/zero3_ws4_fp32/ckpt|--max-shard-size 1KB"
   "zero2 safetensors|$FIX/deepspeed/zero2_ws3_bf16/ckpt|--max-shard-size 2KB --to safetensors"
@@ -38,19 +28,19 @@ for c in "${cases[@]}"; do
   # shellcheck disable=SC2086
   "$Z" merge --quiet $flags "$ckpt" one || { bad "$name: single run"; continue; }
   nfiles=$(ls one | wc -l)
-  check "$name: several files ($nfiles)" "[ $nfiles -ge 4 ]"
+  expect_true "$name: several files ($nfiles)" "[ $nfiles -ge 4 ]"
   for i in 2 0 1; do
     # shellcheck disable=SC2086
     "$Z" merge --quiet --part $i/3 $flags "$ckpt" p || bad "$name: part $i/3"
   done
-  check "$name: no index before finish" "! ls p | grep -q index"
+  expect_true "$name: no index before finish" "! ls p | grep -q index"
   # shellcheck disable=SC2086
   "$Z" merge --quiet --part finish $flags "$ckpt" p || bad "$name: finish"
-  same_folder "$name: 3 parts + finish = one run" one p
+  expect_same_folder "$name: 3 parts + finish = one run" one p
   # The dry run's parts cover every file once, and each part's bytes add up.
   # shellcheck disable=SC2086
   "$Z" merge --dry-run --json --part 1/3 $flags "$ckpt" q >dry.json
-  check "$name: dry-run parts" "/usr/bin/python3 - dry.json <<'PY'
+  expect_true "$name: dry-run parts" "/usr/bin/python3 - dry.json <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 files = sorted(f for p in r['parts'] for f in p['files'])
@@ -60,12 +50,12 @@ assert [p['part'] for p in r['parts']] == [0, 1, 2]
 for p in r['parts']:
     assert p['bytes'] == sum(size[f] for f in p['files'])
 PY"
-  check "$name: dry run writes nothing" "[ ! -e q ]"
+  expect_true "$name: dry run writes nothing" "[ ! -e q ]"
   # N=1: one part and finish.
   rm -rf p1
   # shellcheck disable=SC2086
   "$Z" merge --quiet --part 0/1 $flags "$ckpt" p1 && "$Z" merge --quiet --part finish $flags "$ckpt" p1
-  same_folder "$name: 1 part + finish = one run" one p1
+  expect_same_folder "$name: 1 part + finish = one run" one p1
 done
 
 # shrink and convert of folders: the output files divided the same way
@@ -85,13 +75,13 @@ for c in "shrink|$FIX/hf/bloated" "convert --to torch|$TMP/st" \
   $Z $cmd --quiet "$in" one/ || bad "$cmd: single run"
   case $cmd in *max-shard-size*)
     nfiles=$(ls one | grep -c -- '-of-')
-    check "$cmd: several files ($nfiles)" "[ $nfiles -ge 4 ]" ;;
+    expect_true "$cmd: several files ($nfiles)" "[ $nfiles -ge 4 ]" ;;
   esac
   # The dry run's parts cover every file of one run's plan once, and each
   # part's bytes add up.
   # shellcheck disable=SC2086
   $Z $cmd --dry-run --json --part 2/3 "$in" q/ >dry.json && $Z $cmd --dry-run --json "$in" q/ >all.json
-  check "$cmd: dry-run parts" "/usr/bin/python3 - dry.json all.json <<'PY'
+  expect_true "$cmd: dry-run parts" "/usr/bin/python3 - dry.json all.json <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 outs = json.load(open(sys.argv[2]))['files']
@@ -103,32 +93,32 @@ for p in r['parts']:
     assert p['bytes'] == sum(size[f] for f in p['files'])
 assert r['skipped'] == []
 PY"
-  check "$cmd: dry run writes nothing" "[ ! -e q ]"
+  expect_true "$cmd: dry run writes nothing" "[ ! -e q ]"
   for i in 1 2 0; do
     # shellcheck disable=SC2086
     $Z $cmd --quiet --part $i/3 "$in" p/ || bad "$cmd: part $i/3"
   done
-  check "$cmd: no index before finish" "! ls p | grep -q index"
+  expect_true "$cmd: no index before finish" "! ls p | grep -q index"
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part finish "$in" p/ || bad "$cmd: finish"
-  same_folder "$cmd: 3 parts + finish = one run" one p
+  expect_same_folder "$cmd: 3 parts + finish = one run" one p
   rm -rf p
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/3 "$in" p/ && $Z $cmd --quiet --part finish "$in" p/ 2>err.txt
   rc=$?
-  check "$cmd: early finish exits 1 ($rc)" "[ $rc = 1 ] && grep -q 'is missing: the part that writes it has not finished' err.txt"
+  expect_true "$cmd: early finish exits 1 ($rc)" "[ $rc = 1 ] && grep -q 'is missing: the part that writes it has not finished' err.txt"
 done
 "$Z" shrink --part 0/2 --in-place "$FIX/hf/bloated" 2>err.txt
 rc=$?
-check "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
+expect_true "shrink --part --in-place: exit 2 ($rc)" "[ $rc = 2 ] && grep -q -- '--part with --in-place' err.txt"
 # One output file: the part it falls to writes it, the others nothing.
 rm -rf one p
 "$Z" convert --quiet --to torch "$TMP/one.bin" one/
 "$Z" convert --quiet --to torch --part 1/2 "$TMP/one.bin" p/ && "$Z" convert --quiet --to torch --part finish "$TMP/one.bin" p/ 2>err.txt
 rc=$?
-check "one file: finish before its part: exit 1 ($rc)" "[ $rc = 1 ] && grep -q 'p/pytorch_model.bin: corrupt: is missing' err.txt && [ -z \"\$(ls p)\" ]"
+expect_true "one file: finish before its part: exit 1 ($rc)" "[ $rc = 1 ] && grep -q 'p/pytorch_model.bin: corrupt: is missing' err.txt && [ -z \"\$(ls p)\" ]"
 "$Z" convert --quiet --to torch --part 0/2 "$TMP/one.bin" p/ && "$Z" convert --quiet --to torch --part finish "$TMP/one.bin" p/
-same_folder "one file: 2 parts + finish = one run" one p
+expect_same_folder "one file: 2 parts + finish = one run" one p
 
 # A file OUT is one file, written by one run: a usage error naming it.
 for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetensors|$FIX/hf/bloated|u.safetensors" \
@@ -138,8 +128,8 @@ for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetenso
   $Z $cmd --part 0/2 "$in" "$o" 2>err.txt
   rc=$?
   want="zerofold: ${cmd%% *}: --part divides the files of a folder OUT; '$o' is one file, written by one run (end OUT with '/' for a folder)"
-  check "$cmd --part into a file: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e $o ]"
-  check "$cmd --part into a file: the message" "[ \"\$(head -1 err.txt)\" = \"\$want\" ]"
+  expect_true "$cmd --part into a file: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e $o ]"
+  expect_true "$cmd --part into a file: the message" "[ \"\$(head -1 err.txt)\" = \"\$want\" ]"
 done
 
 # The report of a part: its files, their bytes, those found complete.
@@ -153,10 +143,10 @@ read -r nall nmine mine_bytes < <(/usr/bin/python3 -c 'import json,sys; r=json.l
 # shellcheck disable=SC2086
 "$Z" convert $SF --part 1/3 "$HF" p/ >out1.txt && "$Z" convert $SF --part 1/3 --json "$HF" p/ >rerun.json &&
   "$Z" convert $SF --part 1/3 "$HF" p/ >out2.txt
-check "part report: $nmine of $nall files, $mine_bytes bytes" "[ $nmine -ge 1 ] && [ \"\$(tail -1 out1.txt)\" = \"part 1/3: $nmine of $nall files, \$(/usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print(f\"{n/1000:.1f} KB\")' $mine_bytes); run --part finish after every part\" ]"
-check "part report: the part's files, one line each" "[ \$(grep -c -- '-> p/model-' out1.txt) = $nmine ] && ! grep -q skipped out1.txt"
-check "rerun report: every file skipped" "[ \$(grep -c 'already complete, skipped]' out2.txt) = $nmine ] && tail -1 out2.txt | grep -q \"($nmine already complete, skipped)\""
-check "rerun --json: skipped = the part's files" "/usr/bin/python3 - rerun.json dry.json <<'PY'
+expect_true "part report: $nmine of $nall files, $mine_bytes bytes" "[ $nmine -ge 1 ] && [ \"\$(tail -1 out1.txt)\" = \"part 1/3: $nmine of $nall files, \$(/usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print(f\"{n/1000:.1f} KB\")' $mine_bytes); run --part finish after every part\" ]"
+expect_true "part report: the part's files, one line each" "[ \$(grep -c -- '-> p/model-' out1.txt) = $nmine ] && ! grep -q skipped out1.txt"
+expect_true "rerun report: every file skipped" "[ \$(grep -c 'already complete, skipped]' out2.txt) = $nmine ] && tail -1 out2.txt | grep -q \"($nmine already complete, skipped)\""
+expect_true "rerun --json: skipped = the part's files" "/usr/bin/python3 - rerun.json dry.json <<'PY'
 import json, sys
 r, d = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert r['skipped'] == d['parts'][1]['files'], (r['skipped'], d['parts'][1])
@@ -166,7 +156,7 @@ PY"
 for i in 0 2; do "$Z" convert $SF --quiet --part $i/3 "$HF" p/; done
 # shellcheck disable=SC2086
 "$Z" convert $SF --part finish --json "$HF" p/ >fin.json
-check "finish --json: index, copies" "/usr/bin/python3 - fin.json <<'PY'
+expect_true "finish --json: index, copies" "/usr/bin/python3 - fin.json <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['parts'] is None and r['skipped'] == []
@@ -181,10 +171,10 @@ f=$(ls mv | head -1)
 printf '\x7f' | dd of="mv/$f" bs=1 seek=$(($(stat -c %s "mv/$f") - 1)) conv=notrunc 2>/dev/null
 "$Z" merge --quiet --part finish --verify --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv 2>err.txt
 rc=$?
-check "merge finish --verify: exit 1 ($rc) naming mv/$f, no index" \
+expect_true "merge finish --verify: exit 1 ($rc) naming mv/$f, no index" \
   "[ $rc = 1 ] && grep -q \"^zerofold: mv/$f: .*corrupt: \" err.txt && ! ls mv | grep -q index"
 "$Z" merge --quiet --part finish --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv
-check "merge finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls mv | grep -q index"
+expect_true "merge finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls mv | grep -q index"
 
 # A file complete in size but not in value: skipped without --verify,
 # refused with it (exit 1 naming the file), for safetensors and torch.
@@ -211,21 +201,21 @@ PY
   printf '\x7f' | dd of="$o/$f" bs=1 seek="$at" conv=notrunc 2>/dev/null
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/1 "$HF" "$o/"
-  check "$cmd: a flipped byte passes the size check ($?)" "[ $? = 0 ]"
+  expect_true "$cmd: a flipped byte passes the size check ($?)" "[ $? = 0 ]"
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/1 --verify "$HF" "$o/" 2>err.txt
   rc=$?
-  check "$cmd --verify: a skipped file checked: exit 1 ($rc) naming $f" "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt"
+  expect_true "$cmd --verify: a skipped file checked: exit 1 ($rc) naming $f" "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt"
   # finish --verify checks every file's values, and writes no index then.
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part finish --verify "$HF" "$o/" 2>err.txt
   rc=$?
-  check "$cmd finish --verify: exit 1 ($rc) naming $f, no index" \
+  expect_true "$cmd finish --verify: exit 1 ($rc) naming $f, no index" \
     "[ $rc = 1 ] && grep -q \"^zerofold: $o/$f: .*corrupt: \" err.txt && ! ls $o | grep -q index"
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/1 --force --verify "$HF" "$o/" && $Z $cmd --quiet --part finish "$HF" "$o/" &&
     $Z $cmd --quiet "$HF" "${o}1/"
-  same_folder "$cmd: --force rewrites it; = one run" "${o}1" "$o"
+  expect_same_folder "$cmd: --force rewrites it; = one run" "${o}1" "$o"
 done
 
 # A file of another size: a usage error naming it and both sizes.
@@ -238,15 +228,15 @@ echo junk >>"p/$f"
 # shellcheck disable=SC2086
 "$Z" convert $SF --part 0/2 "$HF" p/ 2>err.txt
 rc=$?
-check "wrong size: exit 2 ($rc)" "[ $rc = 2 ]"
-check "wrong size: the message" "[ \"\$(cat err.txt)\" = \"zerofold: p/$f: invalid argument: exists with $((planned + 5)) bytes, not the $planned this plan gives it (a file of another save, or of other flags); rerun this part with --force to rewrite its files\" ]"
+expect_true "wrong size: exit 2 ($rc)" "[ $rc = 2 ]"
+expect_true "wrong size: the message" "[ \"\$(cat err.txt)\" = \"zerofold: p/$f: invalid argument: exists with $((planned + 5)) bytes, not the $planned this plan gives it (a file of another save, or of other flags); rerun this part with --force to rewrite its files\" ]"
 
 # A failing finish leaves nothing: no OUT folder, no file.
 for cmd in "shrink" "convert $SF"; do
   # shellcheck disable=SC2086
   $Z $cmd --part finish "$HF" nothing/ 2>err.txt
   rc=$?
-  check "$cmd: finish with no part run: exit 1 ($rc), OUT not created" "[ $rc = 1 ] && [ ! -e nothing ]"
+  expect_true "$cmd: finish with no part run: exit 1 ($rc), OUT not created" "[ $rc = 1 ] && [ ! -e nothing ]"
 done
 
 # Files of an earlier save that the plan does not write: what one run does.
@@ -256,17 +246,17 @@ rm -rf one p
 "$Z" merge --quiet --max-shard-size 1KB "$CK" one
 mkdir p && cp one/pytorch_model-00001-of-00020.bin p/pytorch_model-00001-of-00099.bin
 "$Z" merge --quiet --max-shard-size 1KB "$CK" p 2>err.txt
-check "merge one run: an earlier save refused ($?)" "grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt"
+expect_true "merge one run: an earlier save refused ($?)" "grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt"
 "$Z" merge --quiet --part 0/2 --max-shard-size 1KB "$CK" p 2>err.txt
 rc=$?
-check "merge part: the earlier save's file refused: exit 2 ($rc)" "[ $rc = 2 ] && [ \"\$(cat err.txt)\" = 'zerofold: p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save in the output folder, not of this plan; use --force (with every part and finish) to replace that save: --part finish then removes it' ]"
-check "merge part refused: nothing written" "[ \"\$(ls p)\" = pytorch_model-00001-of-00099.bin ]"
+expect_true "merge part: the earlier save's file refused: exit 2 ($rc)" "[ $rc = 2 ] && [ \"\$(cat err.txt)\" = 'zerofold: p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save in the output folder, not of this plan; use --force (with every part and finish) to replace that save: --part finish then removes it' ]"
+expect_true "merge part refused: nothing written" "[ \"\$(ls p)\" = pytorch_model-00001-of-00099.bin ]"
 for i in 0 1; do "$Z" merge --quiet --force --part $i/2 --max-shard-size 1KB "$CK" p; done
 "$Z" merge --quiet --part finish --max-shard-size 1KB "$CK" p 2>err.txt
 rc=$?
-check "merge finish: the earlier save's file refused: exit 2 ($rc), kept, no index" "[ $rc = 2 ] && grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt && [ -e p/pytorch_model-00001-of-00099.bin ] && ! ls p | grep -q index"
+expect_true "merge finish: the earlier save's file refused: exit 2 ($rc), kept, no index" "[ $rc = 2 ] && grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt && [ -e p/pytorch_model-00001-of-00099.bin ] && ! ls p | grep -q index"
 "$Z" merge --quiet --force --part finish --max-shard-size 1KB "$CK" p
-same_folder "merge finish --force: removed; = one run" one p
+expect_same_folder "merge finish --force: removed; = one run" one p
 # convert --to safetensors into a folder replaces an earlier save whole (as
 # save_pretrained does), without --force: finish does the same.
 rm -rf one p
@@ -275,13 +265,13 @@ rm -rf one p
 for o in one p; do mkdir -p $o && cp one/model-00001-of-00005.safetensors $o/model-00001-of-00099.safetensors; done
 # shellcheck disable=SC2086
 "$Z" convert $SF --quiet "$HF" one/
-check "convert one run: the earlier save's file removed" "[ ! -e one/model-00001-of-00099.safetensors ]"
+expect_true "convert one run: the earlier save's file removed" "[ ! -e one/model-00001-of-00099.safetensors ]"
 # shellcheck disable=SC2086
 for i in 1 0; do "$Z" convert $SF --quiet --part $i/2 "$HF" p/; done
-check "convert part: the earlier save's file left to finish" "[ -e p/model-00001-of-00099.safetensors ]"
+expect_true "convert part: the earlier save's file left to finish" "[ -e p/model-00001-of-00099.safetensors ]"
 # shellcheck disable=SC2086
 "$Z" convert $SF --quiet --part finish "$HF" p/
-same_folder "convert finish: removed; = one run" one p
+expect_same_folder "convert finish: removed; = one run" one p
 
 # Finish before every part: exit 1 naming a file the missing part writes.
 rm -rf p one
@@ -291,17 +281,17 @@ rm -rf p one
 first=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["parts"][1]["files"][0])' dry.json)
 "$Z" merge --quiet --part finish --max-shard-size 1KB "$CK" p 2>err.txt
 rc=$?
-check "finish early: exit 1 ($rc)" "[ $rc = 1 ]"
-check "finish early: names $first" "[ \"\$(cat err.txt)\" = \"zerofold: $first: corrupt: is missing: the part that writes it has not finished; rerun that part\" ]"
-check "finish early: no index" "! ls p | grep -q index"
+expect_true "finish early: exit 1 ($rc)" "[ $rc = 1 ]"
+expect_true "finish early: names $first" "[ \"\$(cat err.txt)\" = \"zerofold: $first: corrupt: is missing: the part that writes it has not finished; rerun that part\" ]"
+expect_true "finish early: no index" "! ls p | grep -q index"
 # The part rerun skips its finished files and writes nothing new.
 before=$(stat -c %Y.%i p/* | sort | tr '\n' ' ')
 "$Z" merge --part 0/2 --max-shard-size 1KB "$CK" p >out.txt
-check "rerun skips complete files" "grep -q 'already complete, skipped' out.txt && [ \"$before\" = \"\$(stat -c %Y.%i p/* | sort | tr '\n' ' ')\" ]"
+expect_true "rerun skips complete files" "grep -q 'already complete, skipped' out.txt && [ \"$before\" = \"\$(stat -c %Y.%i p/* | sort | tr '\n' ' ')\" ]"
 "$Z" merge --quiet --part 0/2 --verify --max-shard-size 1KB "$CK" p
-check "rerun with --verify checks skipped files: exit 0" "[ $? = 0 ]"
+expect_true "rerun with --verify checks skipped files: exit 0" "[ $? = 0 ]"
 "$Z" merge --quiet --part 1/2 --max-shard-size 1KB "$CK" p && "$Z" merge --quiet --part finish --max-shard-size 1KB "$CK" p
-same_folder "parts after a refused finish = one run" one p
+expect_same_folder "parts after a refused finish = one run" one p
 
 # A part killed mid-write (SIGKILL) and rerun: exactly the expected files.
 # The kill lands at a varying point; the outcome must not depend on it.
@@ -316,19 +306,19 @@ for delay in 0.01 0.03 0.1; do
   "$Z" merge --quiet --part 0/2 --max-shard-size 1KB "$CK" p
   "$Z" merge --quiet --part 1/2 --max-shard-size 1KB "$CK" p
   "$Z" merge --quiet --part finish --max-shard-size 1KB "$CK" p
-  same_folder "killed after ${delay}s, rerun: identical, no temp file" one p
+  expect_same_folder "killed after ${delay}s, rerun: identical, no temp file" one p
 done
 
 # Usage errors: exit 2, nothing written.
 for v in 3/3 1/0 -1/2 x 1/2/3 ""; do
   "$Z" merge --part "$v" "$CK" u 2>err.txt
   rc=$?
-  check "--part '$v': exit 2 ($rc)" "[ $rc = 2 ] && [ ! -e u ]"
+  expect_true "--part '$v': exit 2 ($rc)" "[ $rc = 2 ] && [ ! -e u ]"
 done
 "$Z" merge --part 0/2 "$CK" u.bin 2>err.txt
 rc=$?
-check "--part with a file OUT: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'needs a folder OUT' err.txt && [ ! -e u.bin ]"
+expect_true "--part with a file OUT: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'needs a folder OUT' err.txt && [ ! -e u.bin ]"
 "$Z" merge --part 1/4 --help >/dev/null
-check "--help names --part" "\"$Z\" merge --help | grep -q -- '--part I/N|finish'"
+expect_true "--help names --part" "\"$Z\" merge --help | grep -q -- '--part I/N|finish'"
 
 zf_finish

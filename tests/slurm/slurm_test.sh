@@ -18,14 +18,6 @@ EXAMPLES=$ZF_ROOT/examples/slurm
 S=$T/slurm
 mkdir -p "$S/munge" "$S/state" "$S/spool" "$S/log" "$S/jobs"
 
-bad() { ok; fail "$*"; }
-check() { if eval "$2"; then ok; else bad "$1" "$2"; fi; }
-same_folder() {
-  if [ "$(ls -A "$2")" = "$(ls -A "$3")" ] && diff -r "$2" "$3" >/dev/null; then ok; else
-    bad "$1" "$(ls -A "$2" | tr '\n' ' ')" "$(ls -A "$3" | tr '\n' ' ')"
-  fi
-}
-
 for b in munged munge slurmctld slurmd sbatch squeue scontrol sinfo; do
   command -v "$b" >/dev/null || { bad "$b is not installed (tests/run_all.sh installs munge, slurmctld, slurmd, slurm-client)"; zf_finish; }
 done
@@ -146,14 +138,14 @@ done
 wait_jobs "${array_job[@]}" "${finish_job[@]}"
 for c in "${cases[@]}"; do
   IFS='|' read -r name ckpt flags <<<"$c"
-  check "$name: 3 array tasks completed ($(states "${array_job[$name]}"))" \
+  expect_true "$name: 3 array tasks completed ($(states "${array_job[$name]}"))" \
     "[ '$(states "${array_job[$name]}")' = '$(repeat 3 COMPLETED)' ]"
-  check "$name: finish completed ($(states "${finish_job[$name]}"))" "[ '$(states "${finish_job[$name]}")' = COMPLETED ]"
-  check "$name: several output files" "[ $(ls "$S/$name/one" | wc -l) -ge 4 ]"
-  same_folder "$name: sbatch array + finish = one run" "$S/$name/one" "$S/$name/parts"
+  expect_true "$name: finish completed ($(states "${finish_job[$name]}"))" "[ '$(states "${finish_job[$name]}")' = COMPLETED ]"
+  expect_true "$name: several output files" "[ $(ls "$S/$name/one" | wc -l) -ge 4 ]"
+  expect_same_folder "$name: sbatch array + finish = one run" "$S/$name/one" "$S/$name/parts"
 done
 # Every task wrote its own files: the three tasks' logs name three parts.
-check "merge tasks ran parts 0, 1 and 2" \
+expect_true "merge tasks ran parts 0, 1 and 2" \
   "[ \"\$(cat $S/jobs/merge-zero3-${array_job[zero3]}_*.out | grep -o 'part [0-9]/3:' | sort -u | tr '\n' ,)\" = 'part 0/3:,part 1/3:,part 2/3:,' ]"
 
 # --- shrink: a bloated sharded folder written by torch, 2 parts + finish ---
@@ -162,27 +154,27 @@ check "merge tasks ran parts 0, 1 and 2" \
 IN=$S/bloated
 $PY "$ZF_ROOT/tests/slurm/make_bloated_folder.py" "$IN" 2 2 $((16 << 20)) || bad "make_bloated_folder.py"
 "$Z" shrink --quiet "$IN" "$S/shrink-one" || bad "shrink: single run"
-check "shrink: one run writes 2 shards, index and config" "[ $(ls "$S/shrink-one" | wc -l) -eq 4 ]"
+expect_true "shrink: one run writes 2 shards, index and config" "[ $(ls "$S/shrink-one" | wc -l) -eq 4 ]"
 jid=$(IN=$IN OUT=$S/shrink-parts ZEROFOLD=$Z submit --job-name=shrink --array=0-1 "$EXAMPLES/shrink.sbatch")
 fid=$(IN=$IN OUT=$S/shrink-parts ZEROFOLD=$Z submit --job-name=shrink-finish --dependency="afterok:$jid" \
   --array=0 --export=ALL,PART=finish "$EXAMPLES/shrink.sbatch")
 wait_jobs "$jid" "$fid"
-check "shrink: 2 array tasks and finish completed" \
+expect_true "shrink: 2 array tasks and finish completed" \
   "[ '$(states "$jid") / $(states "$fid")' = 'COMPLETED COMPLETED / COMPLETED' ]"
-same_folder "shrink: sbatch array + finish = one run" "$S/shrink-one" "$S/shrink-parts"
+expect_same_folder "shrink: sbatch array + finish = one run" "$S/shrink-one" "$S/shrink-parts"
 
 # --- convert: the same folder to safetensors shards, 2 parts + finish ------
 "$Z" convert --quiet --to safetensors --max-shard-size 150MB "$IN" "$S/st-one" || bad "convert: single run"
-check "convert: one run writes 2 safetensors shards, index and config" "[ $(ls "$S/st-one" | wc -l) -eq 4 ]"
+expect_true "convert: one run writes 2 safetensors shards, index and config" "[ $(ls "$S/st-one" | wc -l) -eq 4 ]"
 jid=$(IN=$IN OUT=$S/st-parts COMMAND=convert FLAGS='--to safetensors --max-shard-size 150MB' ZEROFOLD=$Z \
   submit --job-name=convert --array=0-1 "$EXAMPLES/shrink.sbatch")
 fid=$(IN=$IN OUT=$S/st-parts COMMAND=convert FLAGS='--to safetensors --max-shard-size 150MB' ZEROFOLD=$Z \
   submit --job-name=convert-finish --dependency="afterok:$jid" --array=0 --export=ALL,PART=finish \
   "$EXAMPLES/shrink.sbatch")
 wait_jobs "$jid" "$fid"
-check "convert: 2 array tasks and finish completed" \
+expect_true "convert: 2 array tasks and finish completed" \
   "[ '$(states "$jid") / $(states "$fid")' = 'COMPLETED COMPLETED / COMPLETED' ]"
-same_folder "convert: sbatch array + finish = one run" "$S/st-one" "$S/st-parts"
+expect_same_folder "convert: sbatch array + finish = one run" "$S/st-one" "$S/st-parts"
 
 # --- kill one array task mid-write, resubmit it alone, finish --------------
 # Task 1's zerofold is stopped (SIGSTOP) once its temp file holds bytes,
@@ -222,22 +214,22 @@ PY
 read -r temp temp_bytes <<<"$killed"
 planned=$(stat -c %s "$S/shrink-one/pytorch_model-00002-of-00002.bin")
 echo "killed array task $jid""_1 with $temp at $temp_bytes of $planned bytes"
-check "kill: task 1 was stopped with a temp file ($killed)" "[ '$temp' != none ]"
-check "kill: its temp file was half written ($temp_bytes of $planned bytes)" "[ $temp_bytes -gt 0 ] && [ $temp_bytes -lt $planned ]"
+expect_true "kill: task 1 was stopped with a temp file ($killed)" "[ '$temp' != none ]"
+expect_true "kill: its temp file was half written ($temp_bytes of $planned bytes)" "[ $temp_bytes -gt 0 ] && [ $temp_bytes -lt $planned ]"
 wait_jobs "$jid"
-check "kill: the array has one completed and one failed task ($(states "$jid"))" \
+expect_true "kill: the array has one completed and one failed task ($(states "$jid"))" \
   "[ '$(states "$jid")' = 'COMPLETED FAILED' ]"
-check "kill: the temp file is left behind" "[ -e '$OUT/$temp' ]"
-check "kill: no index before finish" "! ls '$OUT' | grep -q index"
+expect_true "kill: the temp file is left behind" "[ -e '$OUT/$temp' ]"
+expect_true "kill: no index before finish" "! ls '$OUT' | grep -q index"
 # Resubmitted as the examples say: --array=I with PARTS=N, then finish.
 rid=$(IN=$IN OUT=$OUT ZEROFOLD=$Z submit --job-name=shrink-rerun --array=1 --export=ALL,PARTS=2 \
   "$EXAMPLES/shrink.sbatch")
 fid=$(IN=$IN OUT=$OUT ZEROFOLD=$Z submit --job-name=shrink-rerun-finish --dependency="afterok:$rid" \
   --array=0 --export=ALL,PART=finish "$EXAMPLES/shrink.sbatch")
 wait_jobs "$rid" "$fid"
-check "kill: the rerun and finish completed" "[ '$(states "$rid") / $(states "$fid")' = 'COMPLETED / COMPLETED' ]"
-check "kill: the rerun says it removed the temp file" \
+expect_true "kill: the rerun and finish completed" "[ '$(states "$rid") / $(states "$fid")' = 'COMPLETED / COMPLETED' ]"
+expect_true "kill: the rerun says it removed the temp file" \
   "grep -q 'removed .*zerofold-tmp.* a temp file left by a zerofold run that is gone' $S/jobs/shrink-rerun-${rid}_1.out"
-same_folder "kill: rerun + finish = one run, no temp file" "$S/shrink-one" "$OUT"
+expect_same_folder "kill: rerun + finish = one run, no temp file" "$S/shrink-one" "$OUT"
 
 zf_finish
