@@ -9,6 +9,7 @@
 
 #include "fuzz_input.h"
 #include "zip/archive.h"
+#include "zip/entry_source.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace zerofold;

@@ -120,16 +120,16 @@ std::string StageText(const ops::MergeReport& r) {
 }
 
 // A DCP piece: the chunk's box and where its bytes are.
-std::string PieceText(const ops::MergeReport& r, const merge::Piece& p) {
+std::string PieceText(const ops::MergeReport& r, const gather::Piece& p) {
   std::string file = p.file < r.gather.sources.size() ? Base(r.gather.sources[p.file].path) : "?";
   const uint64_t itemsize = torch::Info(p.dtype).itemsize;
   std::string text = file + " offsets " + torch::ShapeText(p.offsets) + " sizes " + torch::ShapeText(p.sizes);
-  if (p.transform == merge::Transform::kZstd) {
+  if (p.transform == gather::Transform::kZstd) {
     text += " zstd frame [" + std::to_string(p.frame_offset) + ", " + std::to_string(p.frame_offset + p.frame_length) +
             ")";
   } else {
     uint64_t begin = p.data_offset + static_cast<uint64_t>(p.view_offset) * itemsize;
-    text += " bytes [" + std::to_string(begin) + ", " + std::to_string(begin + merge::NumelOf(p.sizes) * itemsize) + ")";
+    text += " bytes [" + std::to_string(begin) + ", " + std::to_string(begin + gather::NumelOf(p.sizes) * itemsize) + ")";
   }
   return text;
 }
@@ -148,10 +148,10 @@ void PrintDcpPlan(const ops::MergeReport& r) {
     std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
     for (size_t i : f.entries) {
       const ops::OutputEntry& e = r.layout.entries[i];
-      const merge::GatherTensor& t = r.gather.tensors[e.tensor];
+      const gather::GatherTensor& t = r.gather.tensors[e.tensor];
       std::printf("  %s  %s %s  %zu chunk%s\n", e.name.c_str(), std::string(torch::Info(t.dtype).name).c_str(),
                   torch::ShapeText(t.shape).c_str(), t.pieces.size(), t.pieces.size() == 1 ? "" : "s");
-      for (const merge::Piece& p : t.pieces) std::printf("    <- %s\n", PieceText(r, p).c_str());
+      for (const gather::Piece& p : t.pieces) std::printf("    <- %s\n", PieceText(r, p).c_str());
     }
   }
   if (!r.index.empty()) std::printf("%s\n", r.index.c_str());
@@ -307,7 +307,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
   for (size_t k = 0; k < r.files.size(); ++k) {
     for (size_t i : r.files[k].entries) {
       const ops::OutputEntry& e = r.layout.entries[i];
-      const merge::GatherTensor& t = r.gather.tensors[e.tensor];
+      const gather::GatherTensor& t = r.gather.tensors[e.tensor];
       w.BeginObject();
       w.Key("name");
       w.String(e.name);
@@ -328,7 +328,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
         w.Key("sources");
         w.BeginArray();
         if (dcp) {
-          for (const merge::Piece& p : t.pieces) w.String(PieceText(r, p));
+          for (const gather::Piece& p : t.pieces) w.String(PieceText(r, p));
         } else {
           for (const zero::SourceSlice& s : r.plan.tensors[e.tensor].slices) w.String(SourceText(r, s));
         }

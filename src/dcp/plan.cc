@@ -9,7 +9,7 @@
 #include "model/hf_folder.h"
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 #include "torch/stream_checkpoint.h"
 
 namespace zerofold::dcp {
@@ -55,13 +55,13 @@ Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const En
 }
 
 Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, const Chunk& c,
-              const torch::ReadOptions& read, merge::Piece* p) {
+              const torch::ReadOptions& read, gather::Piece* p) {
   if (s.raw) {
     p->record = s.fqn;
     p->data_offset = s.offset_in_file;
     p->storage_nbytes = s.length;
-    p->strides = merge::ContiguousStrides(c.sizes);
-    if (merge::NumelOf(c.sizes) * torch::Info(e.dtype).itemsize != s.length)
+    p->strides = torch::ContiguousStrides(c.sizes);
+    if (gather::NumelOf(c.sizes) * torch::Info(e.dtype).itemsize != s.length)
       return Status::Corrupt("the chunk's " + std::to_string(s.length) + " bytes do not hold a " +
                              torch::ShapeText(c.sizes) + " " + std::string(torch::Info(e.dtype).name) + " tensor");
     return Status::OK();
@@ -77,7 +77,7 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
     p->view_offset = t->storage_offset;
     p->strides = t->stride;
     if (storage.method != 0) {  // a deflated record of the chunk's archive
-      p->transform = merge::Transform::kDeflate;
+      p->transform = gather::Transform::kDeflate;
       p->deflated = torch::RecordEntry(storage);
       p->deflated.data_offset += s.offset_in_file;
       p->data_offset = 0;
@@ -108,7 +108,7 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
   p->storage_nbytes = storage.nbytes;
   p->view_offset = t->storage_offset;
   p->strides = t->stride;
-  p->transform = merge::Transform::kZstd;
+  p->transform = gather::Transform::kZstd;
   p->frame_offset = s.offset_in_file;
   p->frame_length = s.length;
   return Status::OK();
@@ -164,7 +164,7 @@ Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string
   return out;
 }
 
-Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
+Result<gather::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
                                   const PlanOptions& options, OpenFiles* files) {
   // Where the chunk boxes come from: .metadata, or the folder of shards.
   const std::string metadata_path = md.safetensors_form ? folder : model::JoinPath(folder, kMetadataFile);
@@ -172,10 +172,10 @@ Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Met
   for (size_t i = 0; i < md.storage.size(); ++i)
     if (md.storage[i].offset) where.emplace(std::make_pair(md.storage[i].fqn, *md.storage[i].offset), i);
 
-  merge::GatherPlan plan;
+  gather::GatherPlan plan;
   for (size_t k = 0; k < selection.entries.size(); ++k) {
     const Entry& e = md.entries[selection.entries[k]];
-    merge::GatherTensor t;
+    gather::GatherTensor t;
     t.name = selection.names[k];
     t.dtype = options.float_dtype && torch::Info(e.dtype).is_floating ? *options.float_dtype : e.dtype;
     t.shape = e.size;
@@ -193,13 +193,13 @@ Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Met
       const StorageItem& s = md.storage[found->second];
       items.push_back(&s);
       chunk_names.push_back("chunk " + std::to_string(c) + " (" + s.relative_path + ")");
-      merge::Piece p;
+      gather::Piece p;
       p.offsets = chunk.offsets;
       p.sizes = chunk.sizes;
       p.dtype = e.dtype;
       t.pieces.push_back(std::move(p));
     }
-    if (Status s = merge::CheckTiling(e.size, t.pieces, chunk_names); !s.ok())
+    if (Status s = gather::CheckTiling(e.size, t.pieces, chunk_names); !s.ok())
       return s.WithRecord(e.key).WithPath(metadata_path);
     for (size_t c = 0; c < t.pieces.size(); ++c) {
       const StorageItem& s = *items[c];
@@ -235,11 +235,11 @@ Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Met
             .WithRecord(e.key)
             .WithPath(path)
             .WithOffset(src.size());
-      merge::Piece& p = t.pieces[c];
+      gather::Piece& p = t.pieces[c];
       p.file = f;
       Status located = Locate(src, s, e, e.chunks[c], options.read, &p);
       if (!located.ok()) return InFile(located, s.offset_in_file, !s.transforms.empty() || s.raw, path, e.key);
-      if (Status v = merge::CheckPieceView(p); !v.ok()) return InFile(v, 0, true, path, e.key);
+      if (Status v = gather::CheckPieceView(p); !v.ok()) return InFile(v, 0, true, path, e.key);
     }
     plan.tensors.push_back(std::move(t));
   }

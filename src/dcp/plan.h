@@ -1,6 +1,6 @@
 // Planning the merge of a PyTorch Distributed Checkpoint folder: which keys
 // of `.metadata` come out (selection), and per output tensor the chunks that
-// fill it, each located in its .distcp file as a gather piece (merge/plan.h):
+// fill it, each located in its .distcp file as a gather piece (gather/plan.h):
 // the chunk's box in the global shape, and the strided view of the one
 // tensor its embedded torch.save archive holds.
 //
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "dcp/metadata.h"
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zerofold/env.h"
@@ -78,7 +78,7 @@ struct OpenFiles {
 //                 leaving the folder;
 //   kNotFound/kIO opening a file.
 // The plan's sources point into `files`, which must outlive it.
-Result<merge::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
+Result<gather::GatherPlan> PlanDcp(Env* env, const std::string& folder, const Metadata& md, const Selection& selection,
                                   const PlanOptions& options, OpenFiles* files);
 
 }  // namespace zerofold::dcp

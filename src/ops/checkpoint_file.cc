@@ -4,14 +4,14 @@
 #include <utility>
 #include <vector>
 
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 
 namespace zerofold::ops {
 
 Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph) {
   torch::Checkpoint ckpt;
   ckpt.format = torch::Format::kTorchZip;
-  std::vector<merge::StateDictEntry> entries;
+  std::vector<torch::StateDictEntry> entries;
   for (uint32_t index : file.by_name) {
     const safetensors::TensorInfo& info = file.tensors[index];
     if (!info.torch_dtype)
@@ -29,7 +29,7 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
             .WithOffset(info.header_offset);
       t.shape.push_back(static_cast<int64_t>(d));
     }
-    t.stride = merge::ContiguousStrides(t.shape);
+    t.stride = torch::ContiguousStrides(t.shape);
     t.storage = static_cast<uint32_t>(ckpt.storages.size());
     torch::Storage s;
     s.key = std::to_string(ckpt.storages.size());
@@ -51,7 +51,7 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
                                  "torch 1.13 has not; only other dtypes convert to torch")
           .WithRecord(info.name)
           .WithOffset(info.header_offset);
-  ZF_ASSIGN_OR_RETURN(merge::StateDictGraph built, merge::BuildStateDict(entries));
+  ZF_ASSIGN_OR_RETURN(torch::StateDictGraph built, torch::BuildStateDict(entries));
   ckpt.graph = std::move(built.graph);
   ckpt.root = built.root;
   for (size_t i = 0; i < ckpt.tensors.size(); ++i) {

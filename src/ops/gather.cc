@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "merge/piece_reader.h"
-#include "merge/plan.h"
+#include "gather/piece_reader.h"
+#include "gather/plan.h"
 
 namespace zerofold::ops {
 
@@ -17,7 +17,7 @@ Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, c
   if (torch::ElementBits(view.dtype) % 8 != 0)
     return Status::Unsupported("cannot gather packed " + std::string(torch::Info(view.dtype).name) + " elements")
         .WithRecord(view.name);
-  merge::Piece piece;
+  gather::Piece piece;
   piece.offsets.assign(view.shape.size(), 0);
   piece.sizes = view.shape;
   piece.dtype = view.dtype;
@@ -25,8 +25,8 @@ Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, c
   piece.storage_nbytes = extent.end;
   piece.view_offset = view.storage_offset;
   piece.strides = view.stride;
-  const merge::SourceFile file{src.name(), &src};
-  merge::PieceReader reader(piece, file, buffer_bytes_);
+  const gather::SourceFile file{src.name(), &src};
+  gather::PieceReader reader(piece, file, buffer_bytes_);
   const uint64_t itemsize = torch::Info(view.dtype).itemsize;
   const uint64_t chunk = std::max<uint64_t>(out_.size() / itemsize, 1);
   if (out_.size() < chunk * itemsize) out_.resize(chunk * itemsize);

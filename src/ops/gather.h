@@ -1,6 +1,6 @@
 // Reading a tensor view's logical bytes, in C order, from its storage in a
 // file: what `tensor.contiguous()` holds, produced through bounded buffers.
-// The view is read as a one-piece gather (merge/piece_reader.h): strided
+// The view is read as a one-piece gather (gather/piece_reader.h): strided
 // views (transposes, slices, expands with zero strides) as their contiguous
 // innermost runs; a view whose byte extent fits the window with one read.
 #ifndef ZEROFOLD_OPS_GATHER_H_

@@ -15,7 +15,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   MergeReport report;
   report.checkpoint = ckpt_dir;
 
-  ZF_ASSIGN_OR_RETURN(merge::OutputTarget target, merge::ResolveOutput(env, out, options.format));
+  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options.format));
   if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
     ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
     return report;
@@ -47,7 +47,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   if (!planned.ok()) return Status(planned.status()).WithPath(tag_folder);
   report.plan = std::move(planned).value();
   ZF_ASSIGN_OR_RETURN(report.layout, LayOutMerge(report.plan, loaded.description, options.only));
-  Result<merge::GatherPlan> gather = ToGatherPlan(report.plan, loaded);
+  Result<gather::GatherPlan> gather = ToGatherPlan(report.plan, loaded);
   if (!gather.ok()) return gather.status();
   report.gather = std::move(gather).value();
   for (const OutputEntry& e : report.layout.entries) {
@@ -58,8 +58,8 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
       case zero::TensorKind::kBuffer: ++report.buffers; break;
     }
   }
-  ZF_TRY(merge::WriteMerge(env, report.gather, report.layout, out, target, report.input_files, options, &report));
-  for (merge::SourceFile& f : report.gather.sources) f.source = nullptr;  // they close with `loaded`
+  ZF_TRY(gather::WriteMerge(env, report.gather, report.layout, out, target, report.input_files, options, &report));
+  for (gather::SourceFile& f : report.gather.sources) f.source = nullptr;  // they close with `loaded`
   return report;
 }
 

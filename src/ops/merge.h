@@ -4,8 +4,8 @@
 //
 // Load (ops/merge_load.h: directories and pickles only), plan
 // (zero/plan.h: per tensor, the element ranges of the rank files, made a
-// gather plan by ops/merge_zero.h), lay out (merge/layout.h: order,
-// --only, ties), then write (merge/output.h: every output tensor streamed
+// gather plan by ops/merge_zero.h), lay out (gather/layout.h: order,
+// --only, ties), then write (gather/output.h: every output tensor streamed
 // from its pieces through a bounded buffer into a torch zip archive or a
 // safetensors file, sharded past max_shard_bytes as Hugging Face shards
 // with an index; atomic). Only the fp32 partitions and the module's frozen
@@ -23,9 +23,9 @@
 
 #include "ops/convert.h"
 #include "dcp/plan.h"
-#include "merge/layout.h"
-#include "merge/output.h"
-#include "merge/plan.h"
+#include "gather/layout.h"
+#include "gather/output.h"
+#include "gather/plan.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"
@@ -34,23 +34,23 @@
 
 namespace zerofold::ops {
 
-using merge::MergeFormat;
-using merge::MergeFormatName;
-using merge::MergeLayout;
-using merge::MergeOutputFile;
-using merge::OutputEntry;
+using gather::MergeFormat;
+using gather::MergeFormatName;
+using gather::MergeLayout;
+using gather::MergeOutputFile;
+using gather::OutputEntry;
 
-// The output options (merge/output.h: --to, --max-shard-size, --force,
+// The output options (gather/output.h: --to, --max-shard-size, --force,
 // --dry-run, --verify, buffer size, progress, read limits) and the ZeRO
 // planner's.
-struct MergeOptions : merge::OutputOptions {
+struct MergeOptions : gather::OutputOptions {
   // The tag folder to merge (--tag); unset: the one `latest` names.
   std::optional<std::string> tag;
   // Dtype of every floating output tensor (--dtype); unset: float32.
   std::optional<torch::DType> dtype;
   // Leave frozen params out (--exclude-frozen).
   bool exclude_frozen = false;
-  // Glob patterns on names (--only); empty: every tensor. See merge::LayOut.
+  // Glob patterns on names (--only); empty: every tensor. See gather::LayOut.
   std::vector<std::string> only;
   // DCP only: the key subtree to merge (--select); unset: model weights
   // (dcp::SelectKeys).
@@ -59,7 +59,7 @@ struct MergeOptions : merge::OutputOptions {
 
 enum class CheckpointKind : uint8_t { kZero, kDcp };
 
-struct MergeReport : merge::OutputReport {
+struct MergeReport : gather::OutputReport {
   CheckpointKind kind = CheckpointKind::kZero;
   std::string checkpoint;   // CKPT_DIR as given
   std::string tag_folder;
@@ -71,7 +71,7 @@ struct MergeReport : merge::OutputReport {
   zero::MergePlan plan;      // ZeRO only
   // The tensors as the writer reads them. The sources are closed when the
   // merge returns: their paths stay, their `source` pointers are null.
-  merge::GatherPlan gather;
+  gather::GatherPlan gather;
   MergeLayout layout;
   size_t params = 0, frozen_params = 0, buffers = 0;  // ZeRO: entries of each kind
   // DCP only: the folder with .metadata, its schema and version, and the

@@ -5,12 +5,12 @@
 
 #include "dcp/folder.h"
 #include "dcp/plan.h"
-#include "merge/layout.h"
+#include "gather/layout.h"
 #include "model/hf_folder.h"
 
 namespace zerofold::ops {
 
-Status MergeDcp(Env* env, const dcp::DcpFolder& dcp_folder, const std::string& out, const merge::OutputTarget& target,
+Status MergeDcp(Env* env, const dcp::DcpFolder& dcp_folder, const std::string& out, const gather::OutputTarget& target,
                 const MergeOptions& options, MergeReport* report) {
   const std::string& folder = dcp_folder.path;
   if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is a DCP folder").WithPath(folder);
@@ -33,11 +33,11 @@ Status MergeDcp(Env* env, const dcp::DcpFolder& dcp_folder, const std::string& o
   ZF_ASSIGN_OR_RETURN(report->gather, dcp::PlanDcp(env, folder, md, report->selection, plan_options, &files));
   if (dcp_folder.hf_shards.empty()) report->input_files.push_back(model::JoinPath(folder, dcp::kMetadataFile));
   for (const std::string& p : files.paths) report->input_files.push_back(p);
-  ZF_ASSIGN_OR_RETURN(report->layout, merge::LayOut(report->selection.names, {}, {}, options.only));
+  ZF_ASSIGN_OR_RETURN(report->layout, gather::LayOut(report->selection.names, {}, {}, options.only));
   report->params = report->layout.entries.size();
-  Status written = merge::WriteMerge(env, report->gather, report->layout, out, target, report->input_files, options,
+  Status written = gather::WriteMerge(env, report->gather, report->layout, out, target, report->input_files, options,
                                      report);
-  for (merge::SourceFile& f : report->gather.sources) f.source = nullptr;  // they close with `files`
+  for (gather::SourceFile& f : report->gather.sources) f.source = nullptr;  // they close with `files`
   return written;
 }
 

@@ -1,14 +1,14 @@
 // zerofold merge of a PyTorch Distributed Checkpoint folder: read
 // `.metadata` (dcp/metadata.h), select keys and plan each tensor's chunks
-// (dcp/plan.h), lay out (merge/layout.h: .metadata order, --only), write
-// (merge/output.h). Dtypes as saved unless --dtype.
+// (dcp/plan.h), lay out (gather/layout.h: .metadata order, --only), write
+// (gather/output.h). Dtypes as saved unless --dtype.
 #ifndef ZEROFOLD_OPS_MERGE_DCP_H_
 #define ZEROFOLD_OPS_MERGE_DCP_H_
 
 #include <string>
 
 #include "dcp/folder.h"
-#include "merge/output.h"
+#include "gather/output.h"
 #include "ops/merge.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
@@ -19,7 +19,7 @@ namespace zerofold::ops {
 // `report`. kInvalidArgument for ZeRO-only options (--tag,
 // --exclude-frozen); errors of LoadMetadata, SelectKeys, PlanDcp, LayOut and
 // WriteMerge.
-Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const merge::OutputTarget& target,
+Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const gather::OutputTarget& target,
                 const MergeOptions& options, MergeReport* report);
 
 }  // namespace zerofold::ops

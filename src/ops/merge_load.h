@@ -28,7 +28,7 @@ namespace zerofold::ops {
 
 // Where one storage's bytes are in its file: the storage as read, its
 // nbytes declared (the record holds at least these), its record's name,
-// offset and zip method (a deflated one is read as merge::Transform::kDeflate).
+// offset and zip method (a deflated one is read as gather::Transform::kDeflate).
 using StorageLocation = torch::Storage;
 
 // One rank file, open for reading.

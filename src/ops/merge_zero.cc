@@ -8,19 +8,19 @@
 
 namespace zerofold::ops {
 
-Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const LoadedZero& loaded) {
-  merge::GatherPlan out;
+Result<gather::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const LoadedZero& loaded) {
+  gather::GatherPlan out;
   for (const ZeroFile& f : loaded.model_files) out.sources.push_back({f.path, f.source.get()});
   for (const ZeroFile& f : loaded.optim_files) out.sources.push_back({f.path, f.source.get()});
   for (const ZeroFile& f : loaded.param_files) out.sources.push_back({f.path, f.source.get()});
   const uint32_t optim_base = static_cast<uint32_t>(loaded.model_files.size());
   const uint32_t param_base = optim_base + static_cast<uint32_t>(loaded.optim_files.size());
   for (const zero::OutputTensor& t : plan.tensors) {
-    merge::GatherTensor g;
+    gather::GatherTensor g;
     g.name = t.name;
     g.dtype = t.dtype;
     g.shape = t.shape;
-    g.grid = {static_cast<int64_t>(merge::NumelOf(t.shape))};
+    g.grid = {static_cast<int64_t>(gather::NumelOf(t.shape))};
     uint64_t element = 0;
     for (const zero::SourceSlice& slice : t.slices) {
       const ZeroFile& file = loaded.FileOf(slice);
@@ -38,7 +38,7 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
                                " elements")
             .WithPath(file.path)
             .WithRecord(where.record);
-      merge::Piece p;
+      gather::Piece p;
       p.offsets = {static_cast<int64_t>(element)};
       p.sizes = {static_cast<int64_t>(slice.count)};
       switch (slice.source) {
@@ -51,7 +51,7 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
       p.data_offset = where.data_offset;
       p.storage_nbytes = where.nbytes;
       if (where.method != 0) {  // a deflated record (torch/storage_source.h)
-        p.transform = merge::Transform::kDeflate;
+        p.transform = gather::Transform::kDeflate;
         p.deflated = torch::RecordEntry(where);
         p.data_offset = 0;
       }
@@ -66,16 +66,16 @@ Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loaded
   return out;
 }
 
-Result<merge::MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
+Result<gather::MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
                                        std::span<const std::string> only) {
   std::vector<std::string> names;
   for (const zero::OutputTensor& t : plan.tensors) names.push_back(t.name);
-  std::vector<merge::Tie> ties;
+  std::vector<gather::Tie> ties;
   for (const zero::Tie& t : plan.ties) ties.push_back({t.name, t.owner});
   std::vector<std::string> order;
   if (!ckpt.model_states.empty())
     for (const zero::NamedTensor& m : ckpt.model_states[0].module) order.push_back(m.name);
-  return merge::LayOut(names, ties, order, only);
+  return gather::LayOut(names, ties, order, only);
 }
 
 }  // namespace zerofold::ops

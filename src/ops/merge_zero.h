@@ -1,5 +1,5 @@
 // The DeepSpeed ZeRO planner's output (zero/plan.h) as a gather plan
-// (merge/plan.h): each slice of a rank file's storage becomes a piece of
+// (gather/plan.h): each slice of a rank file's storage becomes a piece of
 // the flattened tensor, located through the loaded files' directories.
 #ifndef ZEROFOLD_OPS_MERGE_ZERO_H_
 #define ZEROFOLD_OPS_MERGE_ZERO_H_
@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "merge/layout.h"
-#include "merge/plan.h"
+#include "gather/layout.h"
+#include "gather/plan.h"
 #include "ops/merge_load.h"
 #include "zero/description.h"
 #include "zero/plan.h"
@@ -21,11 +21,11 @@ namespace zerofold::ops {
 // Errors (path: the rank file; record: its storage record): kCorrupt for a
 // slice naming a storage the file lacks or reaching past the storage's
 // bytes (with the numbers).
-Result<merge::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const LoadedZero& loaded);
+Result<gather::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const LoadedZero& loaded);
 
-// merge::LayOut in the order of the module state dict (`module` of the
+// gather::LayOut in the order of the module state dict (`module` of the
 // first model-states file).
-Result<merge::MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
+Result<gather::MergeLayout> LayOutMerge(const zero::MergePlan& plan, const zero::ZeroCheckpoint& ckpt,
                                        std::span<const std::string> only);
 
 }  // namespace zerofold::ops

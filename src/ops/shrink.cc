@@ -11,6 +11,7 @@
 #include "plan/shrink_plan.h"
 #include "torch/archive_writer.h"
 #include "torch/storage_source.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::ops {
 

@@ -16,6 +16,7 @@
 #include "torch/archive_writer.h"
 #include "torch/retarget.h"
 #include "torch/storage_source.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::ops {
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "ops/merge_load.h"
 #include "ops/zero_sources.h"
 #include "zero/plan.h"
@@ -131,7 +131,7 @@ Result<ZeroInspection> InspectZeroCheckpoint(Env* env, const std::string& ckpt_d
         case zero::TensorKind::kFrozenParam: ++out.frozen_params; break;
         case zero::TensorKind::kBuffer: ++out.buffers; break;
       }
-      out.merge_bytes += merge::NumelOf(t.shape) * torch::Info(t.dtype).itemsize;
+      out.merge_bytes += gather::NumelOf(t.shape) * torch::Info(t.dtype).itemsize;
     }
     out.ties = plan->ties.size();
     out.merge_tensors = plan->tensors.size() + plan->ties.size();

@@ -8,6 +8,7 @@
 #include "torch/format.h"
 #include "torch/tensor_recognizer.h"
 #include "zip/archive.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::torch {
 namespace {

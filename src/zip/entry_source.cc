@@ -180,4 +180,28 @@ Status OpenEntries::Finish() {
   return first;
 }
 
+Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
+                                         uint64_t max_bytes) {
+  if (entry.size > max_bytes || !std::in_range<size_t>(entry.size)) {
+    return Status::Limit("entry of " + std::to_string(entry.size) +
+                         " bytes is larger than the limit of " + std::to_string(max_bytes) +
+                         " for reading it whole")
+        .WithOffset(entry.data_offset)
+        .WithRecord(entry.name);
+  }
+  std::vector<std::byte> data(static_cast<size_t>(entry.size));
+  std::unique_ptr<EntrySource> bytes = OpenEntry(src, entry);
+  Status read = ReadExactAt(*bytes, 0, data);
+  if (read.ok()) read = bytes->Finish();
+  if (!read.ok()) return read.WithRecord(entry.name);
+  const uint32_t crc = Crc32(0, data);
+  if (crc != entry.crc32) {
+    return Status::Corrupt("CRC-32 of the data is " + Hex(crc, 8) + ", the central directory says " +
+                           Hex(entry.crc32, 8))
+        .WithOffset(entry.data_offset)
+        .WithRecord(entry.name);
+  }
+  return data;
+}
+
 }  // namespace zerofold::zip

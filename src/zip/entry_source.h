@@ -66,6 +66,14 @@ class OpenEntries {
   std::vector<Kept> deflated_;  // most recently used last
 };
 
+// Reads an entry whole into memory (inflating a deflated one) and checks
+// its CRC-32 against the central directory. kLimit when entry.size >
+// max_bytes; kCorrupt (record = the entry's name, offset = its data offset)
+// on a CRC mismatch, and as zip/inflate.h for a bad deflate stream.
+// REQUIRES: entry belongs to an archive read from src.
+Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
+                                         uint64_t max_bytes);
+
 }  // namespace zerofold::zip
 
 #endif  // ZEROFOLD_ZIP_ENTRY_SOURCE_H_

@@ -7,7 +7,7 @@
 
 #include "../safetensors/test_files.h"
 #include "io/mem.h"
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 #include "pickle/encoder.h"
 
 namespace zerofold::ops {
@@ -56,9 +56,9 @@ TEST_CASE("a safetensors file is the model torch.save writes for load_file's sta
   }
   CHECK_EQ(read->metadata, std::vector<std::pair<std::string, std::string>>{{"format", "pt"}, {"k", "v"}});
   // The graph encodes to torch.save's bytes for that OrderedDict (merge/pickle.h).
-  std::vector<merge::StateDictEntry> entries;
+  std::vector<torch::StateDictEntry> entries;
   for (size_t i = 0; i < 3; ++i) entries.push_back({names[i], dtypes[i], shapes[i], i});
-  Result<merge::StateDictPickle> want = merge::EncodeStateDict(entries);
+  Result<torch::StateDictPickle> want = torch::EncodeStateDict(entries);
   REQUIRE(want.ok());
   Result<std::vector<std::byte>> got = pickle::Encode(ckpt.graph, ckpt.root);
   REQUIRE(got.ok());

@@ -12,10 +12,10 @@
 
 #include "io/fault_env.h"
 #include "ops/merge.h"
-#include "merge/assemble.h"
+#include "gather/assemble.h"
 #include "ops/merge_load.h"
 #include "ops/merge_zero.h"
-#include "merge/verify.h"
+#include "gather/verify.h"
 
 namespace zerofold::ops {
 namespace {
@@ -173,10 +173,10 @@ TEST_CASE("rank files that shrank after their directory was read: kCorrupt namin
   env.Reset();
   Result<zero::MergePlan> plan = zero::PlanMerge(loaded->description);
   REQUIRE(plan.ok());
-  Result<merge::GatherPlan> gather = ToGatherPlan(*plan, *loaded);
+  Result<gather::GatherPlan> gather = ToGatherPlan(*plan, *loaded);
   REQUIRE(gather.ok());
-  merge::TensorAssembler assembler(gather->sources, 4096);
-  const merge::GatherTensor* wte = nullptr;
+  gather::TensorAssembler assembler(gather->sources, 4096);
+  const gather::GatherTensor* wte = nullptr;
   const zero::OutputTensor* wte_slices = nullptr;
   for (size_t i = 0; i < plan->tensors.size(); ++i)
     if (plan->tensors[i].name == "transformer.wte.weight") wte = &gather->tensors[i], wte_slices = &plan->tensors[i];
@@ -198,16 +198,16 @@ TEST_CASE("--verify finds a changed byte in the output, naming the file and tens
   Result<LoadedZero> loaded =
       LoadZeroCheckpoint(Env::Default(), Checkpoint("zero1_ws2_fp16") + "/global_step2", options.read);
   REQUIRE(loaded.ok());
-  Result<merge::GatherPlan> gather = ToGatherPlan(r->plan, *loaded);
+  Result<gather::GatherPlan> gather = ToGatherPlan(r->plan, *loaded);
   REQUIRE(gather.ok());
-  merge::TensorAssembler assembler(gather->sources, 4096);
-  auto verify = [&]() -> Result<merge::VerifyResult> {
+  gather::TensorAssembler assembler(gather->sources, 4096);
+  auto verify = [&]() -> Result<gather::VerifyResult> {
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> written, Env::Default()->OpenRandom(out));
     const RandomSource* readers[] = {written.get()};
-    return merge::VerifyMergeOutput(readers, *gather, r->layout, r->files, MergeFormat::kTorch, assembler, options.read,
+    return gather::VerifyMergeOutput(readers, *gather, r->layout, r->files, MergeFormat::kTorch, assembler, options.read,
                              4096, nullptr);
   };
-  Result<merge::VerifyResult> ok = verify();
+  Result<gather::VerifyResult> ok = verify();
   REQUIRE_MESSAGE(ok.ok(), ok.status().ToString());
   CHECK_EQ(ok->tensors, 31u);
   CHECK_EQ(ok->bytes, r->tensor_bytes);

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "ops/merge_load.h"
-#include "merge/pickle.h"
-#include "merge/verify.h"
-#include "merge/write.h"
+#include "torch/state_dict.h"
+#include "gather/verify.h"
+#include "gather/write.h"
 #include "safetensors/reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -22,8 +22,8 @@ namespace zerofold::ops {
 namespace {
 
 namespace fs = std::filesystem;
-using merge::ArchiveStem;
-using merge::ContiguousStrides;
+using gather::ArchiveStem;
+using torch::ContiguousStrides;
 
 const char* const kCases[] = {"zero1_ws2_fp16", "zero1_ws3_bf16_bf16optimizer", "zero2_ws3_bf16", "zero3_ws3_fp16",
                               "zero3_ws4_fp32"};

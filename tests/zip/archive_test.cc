@@ -1,4 +1,5 @@
 #include "zip/archive.h"
+#include "zip/entry_source.h"
 
 #include <doctest/doctest.h>
 

@@ -9,6 +9,7 @@
 #include "io/mem.h"
 #include "test_util.h"
 #include "zip/archive.h"
+#include "zip/entry_source.h"
 #include "zip/stream_reader.h"
 #include "zip/writer.h"
 

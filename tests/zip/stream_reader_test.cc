@@ -10,6 +10,7 @@
 #include "io/mem.h"
 #include "test_util.h"
 #include "zip/archive.h"
+#include "zip/entry_source.h"
 #include "zip/format.h"
 
 namespace zerofold::zip {

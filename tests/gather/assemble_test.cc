@@ -3,7 +3,7 @@
 // pieces, with buffers of a few elements so every piece spans many refills.
 // Element values are their C-order index in the full tensor, so the output
 // is correct exactly when it counts 0, 1, 2, ...
-#include "merge/assemble.h"
+#include "gather/assemble.h"
 
 #include <doctest/doctest.h>
 
@@ -15,7 +15,7 @@
 #include "io/mem.h"
 #include "io/zstd_stream.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 namespace {
 
 struct Box {
@@ -217,4 +217,4 @@ TEST_CASE("Assemble refuses pieces that do not tile the grid (kInternal: the pla
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

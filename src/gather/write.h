@@ -2,8 +2,8 @@
 // dict (merge/pickle.h) or a safetensors file, whose tensor bytes come
 // from a TensorAssembler as the writer asks for them. Plans are computed
 // first (exact file sizes, for --dry-run and shard reports); writing streams.
-#ifndef ZEROFOLD_MERGE_WRITE_H_
-#define ZEROFOLD_MERGE_WRITE_H_
+#ifndef ZEROFOLD_GATHER_WRITE_H_
+#define ZEROFOLD_GATHER_WRITE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "merge/assemble.h"
-#include "merge/layout.h"
-#include "merge/pickle.h"
+#include "gather/assemble.h"
+#include "gather/layout.h"
+#include "torch/state_dict.h"
 #include "safetensors/writer.h"
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 // Called with the bytes of each chunk written.
 using WriteProgress = std::function<void(uint64_t bytes)>;
@@ -35,7 +35,7 @@ std::string ArchiveStem(std::string_view path);
 // A torch file of some layout entries: its pickle and storages.
 struct TorchFilePlan {
   std::string top_folder;          // the output file's stem
-  StateDictPickle pickle;
+  torch::StateDictPickle pickle;
   std::vector<size_t> storage_tensor;  // per storage: the plan tensor it holds
   uint64_t file_bytes = 0;         // exact archive size
 };
@@ -64,6 +64,6 @@ Result<SafetensorsFilePlan> PlanSafetensorsFile(const GatherPlan& plan, const Me
 Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const GatherPlan& plan,
                             TensorAssembler& assembler, Sink* sink, const WriteProgress& progress);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_WRITE_H_
+#endif  // ZEROFOLD_GATHER_WRITE_H_

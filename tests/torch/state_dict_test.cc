@@ -1,4 +1,4 @@
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 
 #include <doctest/doctest.h>
 
@@ -6,10 +6,9 @@
 #include <string_view>
 #include <vector>
 
-namespace zerofold::merge {
+namespace zerofold::torch {
 namespace {
 
-using torch::DType;
 
 std::string_view Bytes(const std::vector<std::byte>& v) {
   return {reinterpret_cast<const char*>(v.data()), v.size()};
@@ -133,4 +132,4 @@ TEST_CASE("EncodeStateDict of no entries is an empty OrderedDict") {
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::torch

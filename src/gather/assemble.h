@@ -1,4 +1,4 @@
-// Assembling one output tensor of a gather plan (merge/plan.h) from its
+// Assembling one output tensor of a gather plan (gather/plan.h) from its
 // pieces: the tensor's grid is walked in C order as a sequence of blocks,
 // each the longest run of consecutive elements one piece provides (a whole
 // dim-0 chunk, or one row's share of a dim-1 chunk); each piece is read
@@ -14,8 +14,8 @@
 // Whatever the tensor's size.
 //
 // Not thread-safe (the buffers); the sources must outlive the assembler.
-#ifndef ZEROFOLD_MERGE_ASSEMBLE_H_
-#define ZEROFOLD_MERGE_ASSEMBLE_H_
+#ifndef ZEROFOLD_GATHER_ASSEMBLE_H_
+#define ZEROFOLD_GATHER_ASSEMBLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -23,13 +23,13 @@
 #include <span>
 #include <vector>
 
-#include "merge/piece_reader.h"
-#include "merge/plan.h"
+#include "gather/piece_reader.h"
+#include "gather/plan.h"
 #include "torch/archive_writer.h"
 #include "torch/cast.h"
 #include "zerofold/status.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 // A piece's window never shrinks below this, however many pieces are read
 // at once.
@@ -67,6 +67,6 @@ class TensorAssembler {
   uint64_t bytes_read_ = 0;
 };
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_ASSEMBLE_H_
+#endif  // ZEROFOLD_GATHER_ASSEMBLE_H_

@@ -1,4 +1,4 @@
-#include "merge/output.h"
+#include "gather/output.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,15 +8,15 @@
 #include <unordered_map>
 #include <utility>
 
-#include "merge/assemble.h"
-#include "merge/piece_reader.h"
-#include "merge/verify.h"
-#include "merge/write.h"
+#include "gather/assemble.h"
+#include "gather/piece_reader.h"
+#include "gather/verify.h"
+#include "gather/write.h"
 #include "model/hf_folder.h"
 #include "ops/parts.h"
 #include "ops/sharding.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -312,4 +312,4 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   return Status::OK();
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

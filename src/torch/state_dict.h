@@ -10,8 +10,8 @@
 // (a size-0 dim counts as 1). Objects that CPython's pickler writes once and
 // fetches from the memo afterwards (the globals, 'storage', 'cpu', a shared
 // key) are single nodes here, so the encoder writes the same BINGETs.
-#ifndef ZEROFOLD_MERGE_PICKLE_H_
-#define ZEROFOLD_MERGE_PICKLE_H_
+#ifndef ZEROFOLD_TORCH_STATE_DICT_H_
+#define ZEROFOLD_TORCH_STATE_DICT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,11 +24,11 @@
 #include "torch/dtype.h"
 #include "zerofold/result.h"
 
-namespace zerofold::merge {
+namespace zerofold::torch {
 
 struct StateDictEntry {
   std::string name;
-  torch::DType dtype = torch::DType::kFloat32;
+  DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   // Index of the entry whose storage this one uses: its own index, or an
   // earlier entry's (same dtype and shape) for a tie.
@@ -37,7 +37,7 @@ struct StateDictEntry {
 
 struct StateDictPickle {
   std::vector<std::byte> data_pkl;
-  std::vector<torch::StorageRecord> storages;  // in key order of assignment: "0", "1", ...
+  std::vector<StorageRecord> storages;  // in key order of assignment: "0", "1", ...
   std::vector<size_t> storage_entry;           // per storage: the entry holding its data
 };
 
@@ -53,7 +53,7 @@ struct StateDictGraph {
   pickle::Graph graph;
   pickle::NodeId root = pickle::kNoNode;       // the OrderedDict
   std::vector<EntryNodes> entries;             // per entry
-  std::vector<torch::StorageRecord> storages;  // as StateDictPickle's
+  std::vector<StorageRecord> storages;  // as StateDictPickle's
   std::vector<size_t> storage_entry;
 };
 
@@ -67,6 +67,6 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
 // Contiguous strides of `shape` as torch computes them.
 std::vector<int64_t> ContiguousStrides(std::span<const int64_t> shape);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::torch
 
-#endif  // ZEROFOLD_MERGE_PICKLE_H_
+#endif  // ZEROFOLD_TORCH_STATE_DICT_H_

@@ -1,4 +1,4 @@
-#include "merge/layout.h"
+#include "gather/layout.h"
 
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include "../zero/fixture_cases.h"
 #include "ops/merge_zero.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 namespace {
 
 using ops::LayOutMerge;
@@ -144,4 +144,4 @@ TEST_CASE("OutputBytes and NumelOf") {
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

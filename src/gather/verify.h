@@ -4,8 +4,8 @@
 // a storage of its own) and that the xxh3-128 of the tensor's logical bytes
 // (ops/verify.h TensorDigest for torch output) equals the xxh3-128 of the
 // same bytes assembled anew from the rank files.
-#ifndef ZEROFOLD_MERGE_VERIFY_H_
-#define ZEROFOLD_MERGE_VERIFY_H_
+#ifndef ZEROFOLD_GATHER_VERIFY_H_
+#define ZEROFOLD_GATHER_VERIFY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +13,15 @@
 #include <span>
 #include <string>
 
-#include "merge/assemble.h"
-#include "merge/layout.h"
+#include "gather/assemble.h"
+#include "gather/layout.h"
 #include "ops/verify.h"
 #include "torch/checkpoint.h"
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 struct VerifyResult {
   size_t tensors = 0;  // entries checked
@@ -40,6 +40,6 @@ Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> writ
                                        TensorAssembler& assembler, const torch::ReadOptions& read,
                                        size_t buffer_bytes, const std::function<void(uint64_t)>& progress);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_VERIFY_H_
+#endif  // ZEROFOLD_GATHER_VERIFY_H_

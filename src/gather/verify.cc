@@ -1,14 +1,14 @@
-#include "merge/verify.h"
+#include "gather/verify.h"
 
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 #include "safetensors/reader.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 using ops::Hash128;
 using ops::Xxh3Hasher;
@@ -105,7 +105,7 @@ class Verifier {
       auto it = by_name.find(e.name);
       if (it == by_name.end()) return Mismatch(file.path, e.name, "not in the output");
       const torch::Tensor& t = *it->second;
-      if (t.storage_offset != 0 || t.stride != ContiguousStrides(t.shape))
+      if (t.storage_offset != 0 || t.stride != torch::ContiguousStrides(t.shape))
         return Mismatch(file.path, e.name, "not contiguous at offset 0 (offset " + std::to_string(t.storage_offset) +
                                                ", stride " + torch::ShapeText(t.stride) + ")");
       storage_of.emplace(index, t.storage);
@@ -185,4 +185,4 @@ Result<VerifyResult> VerifyMergeOutput(std::span<const RandomSource* const> writ
   return result;
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

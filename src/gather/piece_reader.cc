@@ -1,4 +1,4 @@
-#include "merge/piece_reader.h"
+#include "gather/piece_reader.h"
 
 #include <algorithm>
 #include <set>
@@ -11,7 +11,7 @@
 #include "zip/entry_source.h"
 #include "torch/checkpoint.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -187,4 +187,4 @@ Status CheckDeflatedRecords(const GatherPlan& plan) {
   return Status::OK();
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

@@ -12,8 +12,8 @@
 // box's own C order, so every piece is read front to back.
 //
 // A plan is data: built without reading tensor bytes, printable, testable.
-#ifndef ZEROFOLD_MERGE_PLAN_H_
-#define ZEROFOLD_MERGE_PLAN_H_
+#ifndef ZEROFOLD_GATHER_PLAN_H_
+#define ZEROFOLD_GATHER_PLAN_H_
 
 #include <cstdint>
 #include <span>
@@ -25,7 +25,7 @@
 #include "zerofold/env.h"
 #include "zerofold/status.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 // One file pieces read from. The source outlives every use of the plan.
 struct SourceFile {
@@ -107,6 +107,6 @@ Status CheckTiling(std::span<const int64_t> grid, std::span<const Piece> pieces,
 // kCorrupt naming the numbers.
 Status CheckPieceView(const Piece& piece);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_PLAN_H_
+#endif  // ZEROFOLD_GATHER_PLAN_H_

@@ -10,8 +10,8 @@
 // committed only after the last one is complete (the index last), and when
 // a commit fails the files committed before it are removed, so a failure
 // leaves no new file behind. (Files replaced under `force` stay replaced.)
-#ifndef ZEROFOLD_MERGE_OUTPUT_H_
-#define ZEROFOLD_MERGE_OUTPUT_H_
+#ifndef ZEROFOLD_GATHER_OUTPUT_H_
+#define ZEROFOLD_GATHER_OUTPUT_H_
 
 #include <cstdint>
 #include <functional>
@@ -20,15 +20,15 @@
 #include <utility>
 #include <vector>
 
-#include "merge/layout.h"
-#include "merge/plan.h"
+#include "gather/layout.h"
+#include "gather/plan.h"
 #include "ops/convert.h"
 #include "ops/parts.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 struct OutputOptions {
   // Output format (--to). Unset: from OUT's extension (.safetensors), else torch.
@@ -99,6 +99,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
                   const OutputTarget& target, const std::vector<std::string>& inputs, const OutputOptions& options,
                   OutputReport* report);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_OUTPUT_H_
+#endif  // ZEROFOLD_GATHER_OUTPUT_H_

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "merge/assemble.h"
+#include "gather/assemble.h"
 #include "torch/cast.h"
 #include "zip/crc32.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 namespace {
 
 using torch::DType;
@@ -45,4 +45,4 @@ TEST_CASE("CanConvert: equal dtypes, and between the four floating dtypes torch/
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

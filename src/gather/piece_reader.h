@@ -1,4 +1,4 @@
-// Reading one piece of a gather plan (merge/plan.h) front to back: the
+// Reading one piece of a gather plan (gather/plan.h) front to back: the
 // elements of its strided view in the box's C order, in the storage's
 // dtype, as many as the caller asks for at a time.
 //
@@ -17,8 +17,8 @@
 //
 // Memory: the window (plus zstd's context for a zstd piece). Not
 // thread-safe. The piece and the source outlive the reader.
-#ifndef ZEROFOLD_MERGE_PIECE_READER_H_
-#define ZEROFOLD_MERGE_PIECE_READER_H_
+#ifndef ZEROFOLD_GATHER_PIECE_READER_H_
+#define ZEROFOLD_GATHER_PIECE_READER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -26,12 +26,12 @@
 #include <span>
 #include <vector>
 
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "zip/entry_source.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 // The first window of a contiguous view, and the smallest read that goes
 // around the window.
@@ -102,6 +102,6 @@ class PieceReader {
 // naming the file and record.
 Status CheckDeflatedRecords(const GatherPlan& plan);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_PIECE_READER_H_
+#endif  // ZEROFOLD_GATHER_PIECE_READER_H_

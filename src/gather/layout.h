@@ -1,8 +1,8 @@
 // The entries of a merged state dict: which names are written, in which
 // order, which of them hold data and which share another's (ties), after
 // --only. Pure: from a gather plan's names and the order a planner prefers.
-#ifndef ZEROFOLD_MERGE_LAYOUT_H_
-#define ZEROFOLD_MERGE_LAYOUT_H_
+#ifndef ZEROFOLD_GATHER_LAYOUT_H_
+#define ZEROFOLD_GATHER_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "ops/sharding.h"
-#include "merge/plan.h"
+#include "gather/plan.h"
 #include "zerofold/result.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 struct OutputEntry {
   std::string name;
@@ -64,6 +64,6 @@ bool GlobMatch(std::string_view pattern, std::string_view name);
 Result<MergeLayout> LayOut(std::span<const std::string> tensor_names, std::span<const Tie> ties,
                            std::span<const std::string> order, std::span<const std::string> only);
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-#endif  // ZEROFOLD_MERGE_LAYOUT_H_
+#endif  // ZEROFOLD_GATHER_LAYOUT_H_

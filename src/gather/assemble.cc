@@ -1,4 +1,4 @@
-#include "merge/assemble.h"
+#include "gather/assemble.h"
 
 #include <algorithm>
 #include <memory>
@@ -6,11 +6,11 @@
 #include <string>
 #include <utility>
 
-#include "merge/pickle.h"
-#include "merge/piece_reader.h"
+#include "torch/state_dict.h"
+#include "gather/piece_reader.h"
 #include "torch/cast.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -111,7 +111,7 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
   if (in_size != 0 && in_.size() < out_elems * in_size) in_.resize(out_elems * in_size);
   // The output is a fresh contiguous tensor: torch's .to() of one rounds
   // NaNs to bfloat16 as TorchNanRule says for its layout.
-  const torch::NanRule nan = torch::TorchNanRule(tensor.shape, ContiguousStrides(tensor.shape));
+  const torch::NanRule nan = torch::TorchNanRule(tensor.shape, torch::ContiguousStrides(tensor.shape));
 
   using Next = std::pair<uint64_t, size_t>;  // (block start, walk)
   std::priority_queue<Next, std::vector<Next>, std::greater<Next>> queue;
@@ -166,4 +166,4 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
   return Status::OK();
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

@@ -1,10 +1,10 @@
-#include "merge/layout.h"
+#include "gather/layout.h"
 
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -142,4 +142,4 @@ Result<MergeLayout> LayOut(std::span<const std::string> tensor_names, std::span<
   return layout;
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

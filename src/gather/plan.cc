@@ -1,4 +1,4 @@
-#include "merge/plan.h"
+#include "gather/plan.h"
 
 #include <algorithm>
 #include <numeric>
@@ -8,7 +8,7 @@
 #include "io/checked_math.h"
 #include "torch/checkpoint.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -120,4 +120,4 @@ Status CheckPieceView(const Piece& p) {
   return Status::OK();
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

@@ -1,4 +1,4 @@
-#include "merge/write.h"
+#include "gather/write.h"
 
 #include <string>
 #include <unordered_map>
@@ -7,7 +7,7 @@
 #include "safetensors/dtype.h"
 #include "torch/archive_writer.h"
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 
 namespace {
 
@@ -29,19 +29,19 @@ Result<TorchFilePlan> PlanTorchFile(const GatherPlan& plan, const MergeLayout& l
                                     std::span<const size_t> entries, const std::string& path) {
   TorchFilePlan file;
   file.top_folder = ArchiveStem(path);
-  std::vector<StateDictEntry> dict;
+  std::vector<torch::StateDictEntry> dict;
   dict.reserve(entries.size());
   std::unordered_map<size_t, size_t> local;  // layout entry -> index in dict
   for (size_t index : entries) {
     const OutputEntry& e = layout.entries[index];
     const GatherTensor& t = plan.tensors[e.tensor];
-    StateDictEntry d{e.name, t.dtype, t.shape, dict.size()};
+    torch::StateDictEntry d{e.name, t.dtype, t.shape, dict.size()};
     auto owner = local.find(e.owner);
     if (e.tie && owner != local.end()) d.data = owner->second;
     local.emplace(index, dict.size());
     dict.push_back(std::move(d));
   }
-  ZF_ASSIGN_OR_RETURN(file.pickle, EncodeStateDict(dict));
+  ZF_ASSIGN_OR_RETURN(file.pickle, torch::EncodeStateDict(dict));
   for (size_t entry : file.pickle.storage_entry) file.storage_tensor.push_back(layout.entries[entries[entry]].tensor);
   torch::ArchiveContents contents;
   contents.top_folder = file.top_folder;
@@ -110,4 +110,4 @@ Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const GatherPlan& p
   return writer.Finish();
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

@@ -1,11 +1,11 @@
-#include "merge/plan.h"
+#include "gather/plan.h"
 
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 namespace {
 
 Piece Box(std::vector<int64_t> offsets, std::vector<int64_t> sizes) {
@@ -81,9 +81,9 @@ TEST_CASE("CheckPieceView: the view must lie inside its storage") {
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather
 
-namespace zerofold::merge {
+namespace zerofold::gather {
 namespace {
 
 TEST_CASE("CheckTiling on thousands of chunks split along dim 1, and one overlap among them") {
@@ -97,4 +97,4 @@ TEST_CASE("CheckTiling on thousands of chunks split along dim 1, and one overlap
 }
 
 }  // namespace
-}  // namespace zerofold::merge
+}  // namespace zerofold::gather

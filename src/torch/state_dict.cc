@@ -1,4 +1,4 @@
-#include "merge/pickle.h"
+#include "torch/state_dict.h"
 
 #include <map>
 #include <string_view>
@@ -8,7 +8,7 @@
 #include "pickle/encoder.h"
 #include "pickle/graph.h"
 
-namespace zerofold::merge {
+namespace zerofold::torch {
 
 namespace {
 
@@ -121,4 +121,4 @@ Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries)
   return out;
 }
 
-}  // namespace zerofold::merge
+}  // namespace zerofold::torch
