@@ -8,6 +8,7 @@
 
 #include "fuzz_input.h"
 #include "torch/checkpoint.h"
+#include "torch/read.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace zerofold;

@@ -11,6 +11,7 @@
 
 #include "fuzz_input.h"
 #include "torch/checkpoint.h"
+#include "torch/read.h"
 #include "torch/stream_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

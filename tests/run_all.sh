@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need (Debian 12), builds,
-# and runs every test: doctest unit tests, CLI tests, torch interop tests, the
+# and runs every test: the source tree's layering (tests/layers_test.py), doctest unit
+# tests, CLI tests, torch interop tests, the
 # Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
 # each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
@@ -55,6 +56,7 @@ run() {
   if [ "$rc" -eq 0 ]; then echo "--- $name: ok ($p passed)"; else echo "--- $name: FAILED ($f failed)"; fi
 }
 
+run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
 run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
 for t in tests/cli/*_test.sh; do

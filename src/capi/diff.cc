@@ -1,10 +1,10 @@
-// zf_diff: two checkpoints compared tensor by tensor (ops/diff.h).
+// zf_diff: two checkpoints compared tensor by tensor (diff/diff.h).
 #include <cmath>
 #include <string>
 
 #include "capi/error.h"
-#include "ops/diff.h"
-#include "ops/diff_json.h"
+#include "diff/diff.h"
+#include "diff/json.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -19,20 +19,20 @@ extern "C" zf_code zf_diff(const char* a, const char* b, double atol, double rto
     *r = zf_diff_report{};
     if (a == nullptr || b == nullptr) return Status::InvalidArgument("A and B must both be paths");
     if (std::isnan(atol) || std::isnan(rtol)) return Status::InvalidArgument("a tolerance is NaN");
-    zerofold::ops::DiffOptions options;
+    zerofold::diff::DiffOptions options;
     if (atol >= 0) options.atol = atol;
     if (rtol >= 0) options.rtol = rtol;
     options.equal_nan = equal_nan != 0;
     if (options.equal_nan && !options.close_mode())
       return Status::InvalidArgument("equal_nan needs a tolerance (atol or rtol >= 0)");
-    ZF_ASSIGN_OR_RETURN(zerofold::ops::DiffReport d, zerofold::ops::DiffPaths(zerofold::Env::Default(), a, b, options));
+    ZF_ASSIGN_OR_RETURN(zerofold::diff::DiffReport d, zerofold::diff::DiffPaths(zerofold::Env::Default(), a, b, options));
     r->tensors = d.tensors.size();
     r->different = d.different;
     r->only_in_a = d.only_a.size();
     r->only_in_b = d.only_b.size();
     r->same = d.same() ? 1 : 0;
     if (json == nullptr) return Status::OK();
-    ZF_ASSIGN_OR_RETURN(std::string doc, zerofold::ops::DiffReportJson(d, options));
+    ZF_ASSIGN_OR_RETURN(std::string doc, zerofold::diff::DiffReportJson(d, options));
     zerofold::capi::HandOut(doc, json, json_length);
     return Status::OK();
   });

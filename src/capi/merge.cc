@@ -1,11 +1,11 @@
 // zf_merge: `zerofold merge` (src/cli/merge_command.cc) over the same
-// library call, ops::MergeCheckpoint.
+// library call, merge::MergeCheckpoint.
 #include <cstdint>
 #include <string>
 
 #include "capi/error.h"
 #include "capi/options.h"
-#include "ops/merge.h"
+#include "merge/merge.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -13,14 +13,14 @@ namespace zerofold::capi {
 
 namespace {
 
-// A part's report counts the part's files (ops::PartFiles), other runs every file.
-void Fill(const ops::MergeReport& r, const ops::PartSpec& part, zf_merge_report* report) {
+// A part's report counts the part's files (output::PartFiles), other runs every file.
+void Fill(const merge::MergeReport& r, const output::PartSpec& part, zf_merge_report* report) {
   report->zero_stage = r.plan.zero_stage;
-  report->world_size = r.kind == ops::CheckpointKind::kDcp ? static_cast<uint32_t>(r.gather.sources.size())
+  report->world_size = r.kind == merge::CheckpointKind::kDcp ? static_cast<uint32_t>(r.gather.sources.size())
                                                            : r.plan.world_size;
   for (size_t k = 0; k < r.files.size(); ++k) {
-    if (part.kind == ops::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
-    const ops::MergeOutputFile& f = r.files[k];
+    if (part.kind == output::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
+    const merge::MergeOutputFile& f = r.files[k];
     report->output_files += 1;
     report->output_bytes += f.bytes;
   }
@@ -37,13 +37,13 @@ void Fill(const ops::MergeReport& r, const ops::PartSpec& part, zf_merge_report*
 // The CLI's refusals before the library call, worded for the C options.
 Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_options& o, zf_merge_report* report) {
   if (out == "-") return Status::InvalidArgument("OUT must be a file or folder name; merge does not write to stdout");
-  ops::MergeOptions options = o.merge;
+  merge::MergeOptions options = o.merge;
   if (options.dry_run && options.verify) return Status::InvalidArgument("verify checks written files; drop dry_run");
   if (o.progress != nullptr)
     options.progress = [&o](const char* phase, uint64_t done, uint64_t total) {
       o.progress(o.progress_user, phase, done, total);
     };
-  Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
   if (!r.ok()) return r.status();
   Fill(*r, options.part, report);
   return Status::OK();

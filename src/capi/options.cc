@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "capi/error.h"
-#include "ops/cast.h"
+#include "shrink/cast.h"
 
 namespace zerofold::capi {
 
@@ -29,15 +29,15 @@ Status CheckShardBytes(uint64_t bytes) {
 // `name` parsed as a cast target; nullopt for NULL or "" (every dtype kept).
 Result<std::optional<torch::DType>> ParseDType(const char* name, const char* which) {
   if (name == nullptr || *name == '\0') return std::optional<torch::DType>();
-  std::optional<torch::DType> d = ops::ParseCastTarget(name);
+  std::optional<torch::DType> d = shrink::ParseCastTarget(name);
   if (!d) return Status::InvalidArgument(std::string(which) + " takes bfloat16, float16 or float32, not '" + name + "'");
   return d;
 }
 
 // `text` parsed as --part; kAll for NULL or "".
-Result<ops::PartSpec> ParsePartText(const char* text) {
-  if (text == nullptr || *text == '\0') return ops::PartSpec{};
-  return ops::ParsePart(text);
+Result<output::PartSpec> ParsePartText(const char* text) {
+  if (text == nullptr || *text == '\0') return output::PartSpec{};
+  return output::ParsePart(text);
 }
 
 Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
@@ -122,7 +122,7 @@ zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t 
 zf_code zf_shrink_options_set_part(zf_shrink_options* options, const char* part, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();
-    Result<zerofold::ops::PartSpec> p = zerofold::capi::ParsePartText(part);
+    Result<zerofold::output::PartSpec> p = zerofold::capi::ParsePartText(part);
     if (!p.ok()) return p.status();
     options->part = *p;
     return Status::OK();
@@ -160,7 +160,7 @@ void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) noex
   if (options) options->merge.exclude_frozen = on != 0;
 }
 void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) noexcept {
-  using zerofold::ops::MergeFormat;
+  using zerofold::merge::MergeFormat;
   if (options) options->merge.format = on != 0 ? MergeFormat::kSafetensors : MergeFormat::kTorch;
 }
 
@@ -222,7 +222,7 @@ zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t by
 zf_code zf_merge_options_set_part(zf_merge_options* options, const char* part, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();
-    Result<zerofold::ops::PartSpec> p = zerofold::capi::ParsePartText(part);
+    Result<zerofold::output::PartSpec> p = zerofold::capi::ParsePartText(part);
     if (!p.ok()) return p.status();
     options->merge.part = *p;
     return Status::OK();

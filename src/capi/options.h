@@ -7,27 +7,27 @@
 #include <cstdint>
 #include <optional>
 
-#include "ops/merge.h"
-#include "ops/parts.h"
-#include "ops/shrink.h"
+#include "merge/merge.h"
+#include "output/parts.h"
+#include "shrink/shrink.h"
 #include "zerofold/zerofold.h"
 
 struct zf_shrink_options {
   // dry_run, verify, keep_unsafe, buffer_bytes, dtype, select; progress stays empty.
-  zerofold::ops::ShrinkOptions shrink;
+  zerofold::shrink::ShrinkOptions shrink;
   bool in_place = false;
   bool force = false;
   bool to_safetensors = false;
   // Set: shards into a folder OUT of at most this many bytes each.
   std::optional<uint64_t> max_shard_bytes;
-  zerofold::ops::PartSpec part;  // kAll unless set
+  zerofold::output::PartSpec part;  // kAll unless set
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
 };
 
 struct zf_merge_options {
   // Every merge option; progress stays empty.
-  zerofold::ops::MergeOptions merge;
+  zerofold::merge::MergeOptions merge;
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
 };

@@ -1,11 +1,11 @@
 // zf_shrink: what `zerofold shrink` decides from IN, OUT and its flags,
-// through the same ops::RunShrink (ops/shrink_request.h).
+// through the same convert::RunShrink (convert/request.h).
 #include <cstdint>
 #include <string>
 
 #include "capi/error.h"
 #include "capi/options.h"
-#include "ops/shrink_request.h"
+#include "convert/request.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -13,7 +13,7 @@ namespace zerofold::capi {
 
 namespace {
 
-void Add(const ops::ShrinkReport& r, zf_shrink_report* report) {
+void Add(const shrink::ShrinkReport& r, zf_shrink_report* report) {
   report->input_bytes += r.input_file_bytes;
   report->output_bytes += r.output_file_bytes;
   report->output_files += 1;
@@ -23,22 +23,22 @@ void Add(const ops::ShrinkReport& r, zf_shrink_report* report) {
   report->unchanged_files += r.copied_unchanged ? 1 : 0;
 }
 
-// A part's report counts the part's files (ops::PartFiles), other runs every file.
-void Add(const ops::ConvertReport& r, const ops::PartSpec& part, zf_shrink_report* report) {
+// A part's report counts the part's files (output::PartFiles), other runs every file.
+void Add(const convert::ConvertReport& r, const output::PartSpec& part, zf_shrink_report* report) {
   report->input_bytes += r.input_bytes;
   for (size_t k = 0; k < r.files.size(); ++k) {
-    if (part.kind == ops::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
-    const ops::OutputFile& f = r.files[k];
+    if (part.kind == output::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
+    const convert::OutputFile& f = r.files[k];
     report->output_bytes += f.bytes;
     report->output_files += 1;
     report->tensors += f.tensors;
   }
 }
 
-// The CLI's refusals and choice of operation (ops/shrink_request.h), worded
+// The CLI's refusals and choice of operation (convert/request.h), worded
 // for the C options.
 Status Shrink(const std::string& in, const std::string& out, const zf_shrink_options& o, zf_shrink_report* report) {
-  ops::ShrinkRequest request;
+  convert::ShrinkRequest request;
   request.in = in;
   request.out = out;
   request.in_place = o.in_place;
@@ -52,10 +52,10 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
       o.progress(o.progress_user, "shrink", done, total);
     };
   Env* env = Env::Default();
-  ZF_TRY(ops::CheckShrinkRequest(env, request, ops::kOptionWords));
-  ZF_ASSIGN_OR_RETURN(ops::ShrinkOutcome outcome, ops::RunShrink(env, request));
+  ZF_TRY(convert::CheckShrinkRequest(env, request, convert::kOptionWords));
+  ZF_ASSIGN_OR_RETURN(convert::ShrinkOutcome outcome, convert::RunShrink(env, request));
   if (outcome.converted) Add(*outcome.converted, request.part, report);
-  for (const ops::ShrinkReport& r : outcome.files) Add(r, report);
+  for (const shrink::ShrinkReport& r : outcome.files) Add(r, report);
   return Status::OK();
 }
 

@@ -1,10 +1,10 @@
-// zf_verify: two torch files compared tensor by tensor (ops/verify.h).
+// zf_verify: two torch files compared tensor by tensor (verify/verify.h).
 #include <memory>
 #include <string>
 
 #include "capi/error.h"
 #include "model/listing.h"
-#include "ops/verify.h"
+#include "verify/verify.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -12,7 +12,7 @@ namespace zerofold::capi {
 
 namespace {
 
-// kUnsupported for a safetensors file, which ops/verify.h does not read;
+// kUnsupported for a safetensors file, which verify/verify.h does not read;
 // other files go on to the torch reader, which names what is wrong.
 Status RequireTorch(const RandomSource& src) {
   Result<model::FileFormat> format = model::SniffFormat(src);
@@ -29,7 +29,7 @@ Status Verify(const std::string& a, const std::string& b, zf_verify_report* repo
   Result<std::unique_ptr<RandomSource>> b_src = env->OpenRandom(b);
   if (!b_src.ok()) return Status(b_src.status()).WithPath(b);
   ZF_TRY(RequireTorch(**b_src));
-  Result<ops::VerifyReport> r = ops::VerifyWritten(**a_src, **b_src, ops::VerifyOptions{});
+  Result<verify::VerifyReport> r = verify::VerifyWritten(**a_src, **b_src, verify::VerifyOptions{});
   if (!r.ok()) return r.status();
   report->tensors = r->tensors;
   report->bytes = r->bytes;

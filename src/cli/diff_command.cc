@@ -10,8 +10,8 @@
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
 #include "cli/report.h"
-#include "ops/diff.h"
-#include "ops/diff_json.h"
+#include "diff/diff.h"
+#include "diff/json.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -76,10 +76,10 @@ std::string Dims(const std::vector<int64_t>& v) { return torch::ShapeText(v); }
 
 std::string Name(const std::string& s) { return EscapeForDisplay(s, Backslash::kEscape); }
 
-void PrintText(const ops::DiffReport& r, bool close_mode) {
+void PrintText(const diff::DiffReport& r, bool close_mode) {
   for (const std::string& n : r.only_a) std::printf("- %s: only in A\n", Name(n).c_str());
   for (const std::string& n : r.only_b) std::printf("+ %s: only in B\n", Name(n).c_str());
-  for (const ops::TensorDiff& d : r.tensors) {
+  for (const diff::TensorDiff& d : r.tensors) {
     const std::string name = Name(d.name);
     if (d.dtype_a != d.dtype_b && (!d.same || !d.values_compared))
       std::printf("! %s: dtype %s vs %s\n", name.c_str(), std::string(torch::Info(d.dtype_a).name).c_str(),
@@ -119,7 +119,7 @@ int RunDiff(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (args.positionals.size() != 2) return UsageError("diff", "needs A and B");
-  ops::DiffOptions options;
+  diff::DiffOptions options;
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("diff", s.message());
   for (const char* flag : {"atol", "rtol"}) {
     auto v = args.Value(flag);
@@ -133,14 +133,14 @@ int RunDiff(const std::vector<std::string>& argv) {
     return UsageError("diff", "--equal-nan needs --atol or --rtol (without them, NaNs are equal when their bits are)");
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("diff", s.message());
   const bool as_json = args.Has("json");
-  Result<ops::DiffReport> report = ops::DiffPaths(Env::Default(), args.positionals[0], args.positionals[1], options);
+  Result<diff::DiffReport> report = diff::DiffPaths(Env::Default(), args.positionals[0], args.positionals[1], options);
   if (!report.ok()) {
     if (report.status().code() == Code::kInvalidArgument) return UsageError("diff", report.status().message());
     CommandFailed(report.status(), as_json);
     return DiffExitCode(report.status());
   }
   if (as_json) {
-    Result<std::string> doc = ops::DiffReportJson(*report, options);
+    Result<std::string> doc = diff::DiffReportJson(*report, options);
     if (!doc.ok()) return CommandFailed(doc.status(), false);
     std::fputs(doc->c_str(), stdout);
   }

@@ -15,7 +15,7 @@
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
-#include "ops/zero_inspect.h"
+#include "zero/inspect.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -137,7 +137,7 @@ std::string Joined(const std::vector<std::string>& v) {
   return out.empty() ? "-" : out;
 }
 
-void PrintZero(const ops::ZeroInspection& z) {
+void PrintZero(const zero::ZeroInspection& z) {
   std::printf("%s (DeepSpeed %s checkpoint, tag %s)\n", Shown(z.checkpoint).c_str(), z.layout.c_str(),
               Shown(z.tag).c_str());
   std::printf("  deepspeed version  %s\n", z.ds_version.empty() ? "not recorded" : Shown(z.ds_version).c_str());
@@ -149,7 +149,7 @@ void PrintZero(const ops::ZeroInspection& z) {
   std::printf("  params %zu, frozen params %zu, buffers %zu, ties %zu\n", z.params, z.frozen_params, z.buffers, z.ties);
   std::printf("  fp32 masters %s, optimizer state %s, module copy %s\n", HumanBytes(z.master_bytes).c_str(),
               HumanBytes(z.optimizer_state_bytes).c_str(), HumanBytes(z.module_bytes).c_str());
-  for (const ops::ZeroFileInfo& f : z.files) {
+  for (const zero::ZeroFileInfo& f : z.files) {
     std::printf("  %12llu  %-14s %s\n", static_cast<unsigned long long>(f.bytes), f.role.c_str(), Shown(f.path).c_str());
   }
   if (!z.linked_by_value.empty()) {
@@ -163,7 +163,7 @@ void PrintZero(const ops::ZeroInspection& z) {
   }
 }
 
-void WriteZeroJson(json::Writer& w, const ops::ZeroInspection& z) {
+void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
   auto strings = [&w](const std::vector<std::string>& v) {
     w.BeginArray();
     for (const std::string& s : v) w.String(s);
@@ -192,7 +192,7 @@ void WriteZeroJson(json::Writer& w, const ops::ZeroInspection& z) {
   w.Key("module_bytes"); w.Uint(z.module_bytes);
   w.Key("files");
   w.BeginArray();
-  for (const ops::ZeroFileInfo& f : z.files) {
+  for (const zero::ZeroFileInfo& f : z.files) {
     w.BeginObject();
     w.Key("path"); w.String(f.path);
     w.Key("role"); w.String(f.role);
@@ -257,8 +257,8 @@ int RunInspect(const std::vector<std::string>& argv) {
       }
       continue;
     }
-    if (ops::IsDeepSpeedFolder(env, path)) {
-      Result<ops::ZeroInspection> z = ops::InspectZeroCheckpoint(env, path, options.torch);
+    if (zero::IsDeepSpeedFolder(env, path)) {
+      Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, path, options.torch);
       if (!z.ok()) {
         PrintError(z.status());
         worst = std::max(worst, ExitCodeFor(z.status()));

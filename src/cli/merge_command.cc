@@ -12,9 +12,9 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "merge/merge.h"
 #include "model/listing_json.h"
-#include "ops/cast.h"
-#include "ops/merge.h"
+#include "shrink/cast.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -102,7 +102,7 @@ std::string Base(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string SourceText(const ops::MergeReport& r, const zero::SourceSlice& s) {
+std::string SourceText(const merge::MergeReport& r, const zero::SourceSlice& s) {
   // input_files: model files, then optim files, then universal param files.
   size_t index = s.source == zero::SourceKind::kOptimStates  ? r.model_files + s.file
                  : s.source == zero::SourceKind::kParamFile ? r.model_files + r.optim_files + s.file
@@ -113,14 +113,14 @@ std::string SourceText(const ops::MergeReport& r, const zero::SourceSlice& s) {
   return text;
 }
 
-std::string StageText(const ops::MergeReport& r) {
+std::string StageText(const merge::MergeReport& r) {
   std::string s = "ZeRO-" + std::to_string(r.plan.zero_stage);
   if (r.plan.bf16_optimizer) s += " (BF16_Optimizer)";
   return s + ", world size " + std::to_string(r.plan.world_size);
 }
 
 // A DCP piece: the chunk's box and where its bytes are.
-std::string PieceText(const ops::MergeReport& r, const gather::Piece& p) {
+std::string PieceText(const merge::MergeReport& r, const gather::Piece& p) {
   std::string file = p.file < r.gather.sources.size() ? Base(r.gather.sources[p.file].path) : "?";
   const uint64_t itemsize = torch::Info(p.dtype).itemsize;
   std::string text = file + " offsets " + torch::ShapeText(p.offsets) + " sizes " + torch::ShapeText(p.sizes);
@@ -134,20 +134,20 @@ std::string PieceText(const ops::MergeReport& r, const gather::Piece& p) {
   return text;
 }
 
-std::string LeftOutText(const ops::MergeReport& r) {
+std::string LeftOutText(const merge::MergeReport& r) {
   std::string text;
   for (const auto& [group, n] : r.selection.left_out) text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
   return text;
 }
 
-void PrintDcpPlan(const ops::MergeReport& r) {
+void PrintDcpPlan(const merge::MergeReport& r) {
   std::printf("%s: PyTorch Distributed Checkpoint (%s layout%s%s), %zu files\n", r.dcp_folder.c_str(),
               r.dcp_schema_2x ? "torch 2.x" : "torch 1.13", r.dcp_version.empty() ? "" : ", version ",
               r.dcp_version.c_str(), r.gather.sources.size());
-  for (const ops::MergeOutputFile& f : r.files) {
+  for (const merge::MergeOutputFile& f : r.files) {
     std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
     for (size_t i : f.entries) {
-      const ops::OutputEntry& e = r.layout.entries[i];
+      const merge::OutputEntry& e = r.layout.entries[i];
       const gather::GatherTensor& t = r.gather.tensors[e.tensor];
       std::printf("  %s  %s %s  %zu chunk%s\n", e.name.c_str(), std::string(torch::Info(t.dtype).name).c_str(),
                   torch::ShapeText(t.shape).c_str(), t.pieces.size(), t.pieces.size() == 1 ? "" : "s");
@@ -157,14 +157,14 @@ void PrintDcpPlan(const ops::MergeReport& r) {
   if (!r.index.empty()) std::printf("%s\n", r.index.c_str());
 }
 
-void PrintPlan(const ops::MergeReport& r) {
-  if (r.kind == ops::CheckpointKind::kDcp) return PrintDcpPlan(r);
+void PrintPlan(const merge::MergeReport& r) {
+  if (r.kind == merge::CheckpointKind::kDcp) return PrintDcpPlan(r);
   std::printf("%s: %s, DeepSpeed %s\n", r.tag_folder.c_str(), StageText(r).c_str(),
               r.ds_version.empty() ? "?" : r.ds_version.c_str());
-  for (const ops::MergeOutputFile& f : r.files) {
+  for (const merge::MergeOutputFile& f : r.files) {
     std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
     for (size_t i : f.entries) {
-      const ops::OutputEntry& e = r.layout.entries[i];
+      const merge::OutputEntry& e = r.layout.entries[i];
       const zero::OutputTensor& t = r.plan.tensors[e.tensor];
       if (e.tie) {
         std::printf("  %s  tied to %s\n", e.name.c_str(), r.layout.entries[e.owner].name.c_str());
@@ -180,8 +180,8 @@ void PrintPlan(const ops::MergeReport& r) {
   if (!r.index.empty()) std::printf("%s\n", r.index.c_str());
 }
 
-void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_run) {
-  if (r.kind == ops::CheckpointKind::kDcp) {
+void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_run) {
+  if (r.kind == merge::CheckpointKind::kDcp) {
     std::string left = LeftOutText(r);
     std::printf("%s (DCP, %zu files) -> %s: %zu tensors%s; left out: %s%s%zu non-tensor; %s in %zu file%s%s\n",
                 r.checkpoint.c_str(), r.gather.sources.size(), out.c_str(), r.layout.entries.size(),
@@ -202,9 +202,9 @@ void PrintSummary(const ops::MergeReport& r, const std::string& out, bool dry_ru
                 static_cast<unsigned long long>(r.verified_bytes));
 }
 
-void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const ops::PartSpec& part,
+void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const output::PartSpec& part,
                const std::vector<std::string>& removed_temps) {
-  const bool dcp = r.kind == ops::CheckpointKind::kDcp;
+  const bool dcp = r.kind == merge::CheckpointKind::kDcp;
   w.BeginObject();
   w.Key("checkpoint");
   w.String(r.checkpoint);
@@ -240,7 +240,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
   w.Key("bf16_optimizer");
   w.Bool(r.plan.bf16_optimizer);
   w.Key("format");
-  w.String(ops::MergeFormatName(r.format));
+  w.String(merge::MergeFormatName(r.format));
   w.Key("dry_run");
   w.Bool(dry_run);
   w.Key("inputs");
@@ -249,7 +249,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
   w.EndArray();
   w.Key("outputs");
   w.BeginArray();
-  for (const ops::MergeOutputFile& f : r.files) {
+  for (const merge::MergeOutputFile& f : r.files) {
     w.BeginObject();
     w.Key("path");
     w.String(f.path);
@@ -306,7 +306,7 @@ void WriteJson(json::Writer& w, const ops::MergeReport& r, bool dry_run, const o
   w.BeginArray();
   for (size_t k = 0; k < r.files.size(); ++k) {
     for (size_t i : r.files[k].entries) {
-      const ops::OutputEntry& e = r.layout.entries[i];
+      const merge::OutputEntry& e = r.layout.entries[i];
       const gather::GatherTensor& t = r.gather.tensors[e.tensor];
       w.BeginObject();
       w.Key("name");
@@ -373,11 +373,11 @@ int RunMerge(const std::vector<std::string>& argv) {
   const std::string out = args.positionals[1];
   if (out == "-") return UsageError("merge", "OUT must be a file or folder name; merge does not write to stdout");
 
-  ops::MergeOptions options;
+  merge::MergeOptions options;
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
-    std::optional<torch::DType> d = ops::ParseCastTarget(*v);
+    std::optional<torch::DType> d = shrink::ParseCastTarget(*v);
     if (!d) return UsageError("merge", "--dtype takes float32, float16 or bfloat16, not '" + *v + "'");
     options.dtype = *d;
   }
@@ -393,15 +393,15 @@ int RunMerge(const std::vector<std::string>& argv) {
     options.max_shard_bytes = *n;
   }
   if (auto v = args.Value("to")) {
-    if (*v == "torch") options.format = ops::MergeFormat::kTorch;
-    else if (*v == "safetensors") options.format = ops::MergeFormat::kSafetensors;
+    if (*v == "torch") options.format = merge::MergeFormat::kTorch;
+    else if (*v == "safetensors") options.format = merge::MergeFormat::kSafetensors;
     else return UsageError("merge", "--to takes torch or safetensors, not '" + *v + "'");
   }
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("merge", s.message());
   options.dry_run = args.Has("dry-run");
   options.verify = args.Has("verify");
   options.force = args.Has("force");
-  if (Result<ops::PartSpec> part = ApplyPartFlag(args); part.ok()) options.part = *part;
+  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) options.part = *part;
   else return UsageError("merge", part.status().message());
   if (options.dry_run && options.verify) return UsageError("merge", "--verify checks written files; drop --dry-run");
   const bool quiet = args.Has("quiet");
@@ -412,7 +412,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   Progress progress(show_progress);
   options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(phase, done, total); };
 
-  Result<ops::MergeReport> r = ops::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
   if (!r.ok()) {

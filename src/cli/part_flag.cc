@@ -11,15 +11,15 @@ FlagSpec PartFlagSpec() {
           "I/N|finish"};
 }
 
-Result<ops::PartSpec> ApplyPartFlag(const ParsedArgs& args) {
+Result<output::PartSpec> ApplyPartFlag(const ParsedArgs& args) {
   std::optional<std::string> v = args.Value("part");
-  if (!v) return ops::PartSpec{};
-  return ops::ParsePart(*v);
+  if (!v) return output::PartSpec{};
+  return output::ParsePart(*v);
 }
 
-void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const ops::PartFiles& files) {
+void WritePartsJson(json::Writer& w, const output::PartSpec& part, const output::PartFiles& files) {
   w.Key("parts");
-  if (part.kind != ops::PartSpec::Kind::kPart) {
+  if (part.kind != output::PartSpec::Kind::kPart) {
     w.Null();
   } else {
     w.BeginArray();
@@ -48,14 +48,14 @@ void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const ops::PartF
   w.EndArray();
 }
 
-bool InThisPart(const ops::PartSpec& part, const ops::PartFiles& files, size_t k) {
-  return part.kind == ops::PartSpec::Kind::kPart && k < files.file_parts.size() && files.file_parts[k] == part.index;
+bool InThisPart(const output::PartSpec& part, const output::PartFiles& files, size_t k) {
+  return part.kind == output::PartSpec::Kind::kPart && k < files.file_parts.size() && files.file_parts[k] == part.index;
 }
 
-std::string PartSummary(const ops::PartSpec& part, const ops::PartFiles& files, bool index) {
-  if (part.kind == ops::PartSpec::Kind::kFinish)
+std::string PartSummary(const output::PartSpec& part, const output::PartFiles& files, bool index) {
+  if (part.kind == output::PartSpec::Kind::kFinish)
     return "finish: " + std::to_string(files.paths.size()) + " files complete" + (index ? ", index written" : "");
-  if (part.kind != ops::PartSpec::Kind::kPart) return "";
+  if (part.kind != output::PartSpec::Kind::kPart) return "";
   size_t mine = 0;
   uint64_t total = 0;
   for (size_t k = 0; k < files.paths.size(); ++k) {

@@ -1,6 +1,6 @@
 // --part for the commands that write a folder of files (merge, shrink and
 // convert of folders): parsing and reporting, one mechanism for all
-// (ops/parts.h does the division).
+// (output/parts.h does the division).
 #ifndef ZEROFOLD_CLI_PART_FLAG_H_
 #define ZEROFOLD_CLI_PART_FLAG_H_
 
@@ -10,7 +10,7 @@
 
 #include "cli/args.h"
 #include "json/writer.h"
-#include "ops/parts.h"
+#include "output/parts.h"
 #include "zerofold/result.h"
 
 namespace zerofold::cli {
@@ -19,22 +19,22 @@ namespace zerofold::cli {
 FlagSpec PartFlagSpec();
 
 // The --part of args (kAll when absent); kInvalidArgument with the reason.
-Result<ops::PartSpec> ApplyPartFlag(const ParsedArgs& args);
+Result<output::PartSpec> ApplyPartFlag(const ParsedArgs& args);
 
 // Two keys of a command's --json document: "parts", for I/N each part's
 // index, files and bytes (every part's: the plan is the same for all), for
 // the other kinds null; "skipped", the files this part found complete and
 // did not rewrite ([] otherwise).
-void WritePartsJson(json::Writer& w, const ops::PartSpec& part, const ops::PartFiles& files);
+void WritePartsJson(json::Writer& w, const output::PartSpec& part, const output::PartFiles& files);
 
 // One line for the text summary: "part I/N: K of M files, BYTES (S already
 // complete, skipped); run --part finish after every part", or "finish: M
 // files complete" and ", index written" when `index`; "" without --part.
-std::string PartSummary(const ops::PartSpec& part, const ops::PartFiles& files, bool index);
+std::string PartSummary(const output::PartSpec& part, const output::PartFiles& files, bool index);
 
 // True when file k of `files` belongs to this run's part (I/N); false for
 // the other kinds.
-bool InThisPart(const ops::PartSpec& part, const ops::PartFiles& files, size_t k);
+bool InThisPart(const output::PartSpec& part, const output::PartFiles& files, size_t k);
 
 }  // namespace zerofold::cli
 

@@ -16,11 +16,11 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/shrink_convert.h"
+#include "convert/request.h"
 #include "io/zstd_stream.h"
 #include "model/listing_json.h"
-#include "ops/cast.h"
-#include "ops/shrink.h"
-#include "ops/shrink_request.h"
+#include "shrink/cast.h"
+#include "shrink/shrink.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -166,7 +166,7 @@ std::vector<FlagSpec> ShrinkFlags() {
 const std::vector<FlagSpec> kShrinkFlags = ShrinkFlags();
 
 // `complete`: a --part run found the output complete and did not rewrite it.
-void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run, bool complete) {
+void PrintReport(std::FILE* out, const shrink::ShrinkReport& r, bool dry_run, bool complete) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
                EscapeForDisplay(r.input, Backslash::kEscape).c_str(), EscapeForDisplay(r.output, Backslash::kEscape).c_str(),
                HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
@@ -183,7 +183,7 @@ void PrintReport(std::FILE* out, const ops::ShrinkReport& r, bool dry_run, bool 
     PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
 }
 
-void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
+void WriteReportJson(json::Writer& w, const shrink::ShrinkReport& r) {
   w.BeginObject();
   w.Key("input");
   w.String(r.input);
@@ -222,7 +222,7 @@ void WriteReportJson(json::Writer& w, const ops::ShrinkReport& r) {
 }
 
 
-// shrink and convert: one parser, one request, one path (ops/shrink_request.h).
+// shrink and convert: one parser, one request, one path (convert/request.h).
 int RunRewrite(const char* command, bool convert, const std::vector<std::string>& argv) {
   const std::vector<FlagSpec>& flags = convert ? kConvertFlags : kShrinkFlags;
   Result<ParsedArgs> parsed = ParseArgs(argv, flags);
@@ -240,7 +240,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   const std::string in = args.positionals[0];
   const std::string out = in_place ? in : args.positionals[1];
 
-  ops::ShrinkOptions options;
+  shrink::ShrinkOptions options;
   options.keep_unsafe = args.Has("keep-unsafe");
   options.dry_run = args.Has("dry-run");
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError(command, s.message());
@@ -264,20 +264,20 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     *f.value = static_cast<int>(n);
   }
   // Flags whose values need parsing.
-  ops::ShrinkRequest request;
+  convert::ShrinkRequest request;
   if (auto to = args.Value("to")) {
     if (*to != "torch" && *to != "safetensors")
       return UsageError(command, "--to takes torch or safetensors, not '" + *to + "'");
     request.to_safetensors = *to == "safetensors";
   } else if (convert) {
-    std::optional<ops::ShardFormat> by_name = ops::FormatByName(out);
+    std::optional<output::ShardFormat> by_name = convert::FormatByName(out);
     if (!by_name)
       return UsageError(command, "cannot tell the output format from '" + out +
                                      "': add --to torch or --to safetensors");
-    request.to_safetensors = *by_name == ops::ShardFormat::kSafetensors;
+    request.to_safetensors = *by_name == output::ShardFormat::kSafetensors;
   }
   if (auto name = args.Value("dtype")) {
-    options.dtype = ops::ParseCastTarget(*name);
+    options.dtype = shrink::ParseCastTarget(*name);
     if (!options.dtype) return UsageError(command, "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
@@ -309,16 +309,16 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.in_place = in_place;
   request.force = args.Has("force");
   request.dedupe_tied = args.Has("dedupe-tied");
-  if (Result<ops::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
+  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
   else return UsageError(command, part.status().message());
   request.options = options;
   Env* env = Env::Default();
-  if (Status s = ops::CheckShrinkRequest(env, request, ops::kFlagWords); !s.ok()) {
+  if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
     if (s.code() == Code::kInvalidArgument) return UsageError(command, s.message());
     PrintError(s);
     return ExitCodeFor(s);
   }
-  Result<ops::ShrinkOutcome> outcome = ops::RunShrink(env, request);
+  Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
@@ -327,7 +327,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run).c_str());
     return kExitOk;
   }
-  const std::vector<ops::ShrinkReport>& reports = outcome->files;
+  const std::vector<shrink::ShrinkReport>& reports = outcome->files;
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
     w.BeginObject();
@@ -335,7 +335,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     w.Bool(options.dry_run);
     w.Key("files");
     w.BeginArray();
-    for (const ops::ShrinkReport& r : reports) WriteReportJson(w, r);
+    for (const shrink::ShrinkReport& r : reports) WriteReportJson(w, r);
     w.EndArray();
     WritePartsJson(w, request.part, outcome->parts);
     w.Key("removed_temp_files");
@@ -348,21 +348,21 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   } else if (!quiet) {
     uint64_t before = 0, after = 0;
     std::FILE* text_out = to_stdout ? stderr : stdout;
-    const ops::PartFiles& parts = outcome->parts;
-    const bool finish = request.part.kind == ops::PartSpec::Kind::kFinish;
-    for (const ops::ShrinkReport& r : reports) {
+    const output::PartFiles& parts = outcome->parts;
+    const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
+    for (const shrink::ShrinkReport& r : reports) {
       if (finish) break;  // the parts wrote the shards; finish checked them
       const bool complete = std::find(parts.skipped.begin(), parts.skipped.end(), r.output) != parts.skipped.end();
       PrintReport(text_out, r, options.dry_run, complete);
       before += r.input_file_bytes;
       after += r.output_file_bytes;
     }
-    if (request.part.kind == ops::PartSpec::Kind::kAll && reports.size() > 1)
+    if (request.part.kind == output::PartSpec::Kind::kAll && reports.size() > 1)
       std::fprintf(text_out, "total: %s -> %s\n", HumanBytes(before).c_str(), HumanBytes(after).c_str());
     if (options.verify) {
       size_t tensors = 0;
       uint64_t bytes = 0;
-      for (const ops::ShrinkReport& r : reports) {
+      for (const shrink::ShrinkReport& r : reports) {
         tensors += r.verified_tensors;
         bytes += r.verified_bytes;
       }

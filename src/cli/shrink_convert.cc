@@ -18,16 +18,16 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Uint(bytes);
 }
 
-void PrintConvertReport(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run, bool quiet,
+void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
   if (quiet) return;
   std::FILE* out_file = to_stdout ? stderr : stdout;
   const std::string in = r.inputs.size() == 1 ? r.inputs[0] : std::to_string(r.inputs.size()) + " files";
-  const bool all = part.kind == ops::PartSpec::Kind::kAll;
+  const bool all = part.kind == output::PartSpec::Kind::kAll;
   uint64_t out = 0;
   for (size_t k = 0; k < r.files.size(); ++k) {
-    const ops::OutputFile& f = r.files[k];
+    const convert::OutputFile& f = r.files[k];
     if (!all && !InThisPart(part, r.parts, k)) continue;
     const bool complete = std::find(r.parts.skipped.begin(), r.parts.skipped.end(), f.path) != r.parts.skipped.end();
     std::fprintf(out_file, "%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(),
@@ -45,7 +45,7 @@ void PrintConvertReport(const ops::ConvertReport& r, const ops::PartSpec& part, 
                  static_cast<unsigned long long>(r.verified_bytes));
 }
 
-std::string ConvertReportJson(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run) {
+std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run) {
   json::Writer w = model::NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
@@ -55,7 +55,7 @@ std::string ConvertReportJson(const ops::ConvertReport& r, const ops::PartSpec& 
   w.Uint(r.input_bytes);
   w.Key("files");
   w.BeginArray();
-  for (const ops::OutputFile& f : r.files) {
+  for (const convert::OutputFile& f : r.files) {
     w.BeginObject();
     w.Key("path");
     w.String(f.path);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "convert/convert.h"
 #include "json/writer.h"
-#include "ops/convert.h"
-#include "ops/parts.h"
+#include "output/parts.h"
 
 namespace zerofold::cli {
 
@@ -18,7 +18,7 @@ namespace zerofold::cli {
 // output carries the data (to_stdout). With --part I/N: the lines of the
 // part's files (those found complete say so) and PartSummary's line;
 // finish: PartSummary's line and the index.
-void PrintConvertReport(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run, bool quiet,
+void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout);
 
 // "verified_tensors": N, "verified_bytes": M (--verify's totals).
@@ -26,7 +26,7 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes);
 
 // The --json document of a conversion.
 // With --part, "parts" and "skipped" as merge has them (WritePartsJson).
-std::string ConvertReportJson(const ops::ConvertReport& r, const ops::PartSpec& part, bool dry_run);
+std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run);
 
 }  // namespace zerofold::cli
 

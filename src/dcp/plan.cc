@@ -1,4 +1,5 @@
 #include "dcp/plan.h"
+#include "torch/read.h"
 #include "torch/storage_source.h"
 
 #include <algorithm>
@@ -6,9 +7,9 @@
 #include <utility>
 
 #include "io/checked_math.h"
-#include "model/hf_folder.h"
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
+#include "model/hf_folder.h"
 #include "torch/state_dict.h"
 #include "torch/stream_checkpoint.h"
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "torch/state_dict.h"
 #include "gather/piece_reader.h"
 #include "torch/cast.h"
+#include "torch/state_dict.h"
 
 namespace zerofold::gather {
 

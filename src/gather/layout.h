@@ -12,8 +12,7 @@
 #include <vector>
 
 #include "gather/plan.h"
-#include "ops/sharding.h"
-#include "gather/plan.h"
+#include "output/sharding.h"
 #include "zerofold/result.h"
 
 namespace zerofold::gather {
@@ -33,8 +32,8 @@ struct MergeLayout {
   std::vector<OutputEntry> entries;  // output order
 };
 
-// Output formats: those of Hugging Face shards (ops/sharding.h).
-using MergeFormat = ops::ShardFormat;
+// Output formats: those of Hugging Face shards (output/sharding.h).
+using MergeFormat = output::ShardFormat;
 
 // "torch", "safetensors".
 std::string_view MergeFormatName(MergeFormat format);

@@ -13,8 +13,9 @@
 #include "gather/verify.h"
 #include "gather/write.h"
 #include "model/hf_folder.h"
-#include "ops/parts.h"
-#include "ops/sharding.h"
+#include "output/folder.h"
+#include "output/parts.h"
+#include "output/sharding.h"
 
 namespace zerofold::gather {
 
@@ -30,14 +31,14 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 
 // Shards of the layout's entries: each entry with the bytes it adds to its
 // file, grouped with the entry holding its data, so a tie goes into its
-// owner's shard (ops/sharding.h).
+// owner's shard (output/sharding.h).
 std::vector<std::vector<size_t>> Shards(const MergeLayout& layout, const std::vector<uint64_t>& bytes,
                                         uint64_t max_bytes) {
-  std::vector<ops::ShardItem> items;
+  std::vector<output::ShardItem> items;
   items.reserve(layout.entries.size());
   for (size_t i = 0; i < layout.entries.size(); ++i)
-    items.push_back(ops::ShardItem{bytes[i], static_cast<uint32_t>(layout.entries[i].owner)});
-  ops::ShardPlan plan = ops::PlanShards(items, max_bytes);
+    items.push_back(output::ShardItem{bytes[i], static_cast<uint32_t>(layout.entries[i].owner)});
+  output::ShardPlan plan = output::PlanShards(items, max_bytes);
   std::vector<std::vector<size_t>> shards;
   for (const std::vector<uint32_t>& s : plan.shards) shards.emplace_back(s.begin(), s.end());
   return shards;
@@ -113,9 +114,9 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     if (target.single_file) {
       f.path = out;
     } else if (shards.size() == 1) {
-      f.path = model::JoinPath(out, ops::SingleFileName(report->format));
+      f.path = model::JoinPath(out, output::SingleFileName(report->format));
     } else {
-      f.path = model::JoinPath(out, ops::ShardFileName(report->format, k + 1, shards.size()));
+      f.path = model::JoinPath(out, output::ShardFileName(report->format, k + 1, shards.size()));
     }
     f.entries = shards[k];
     if (report->format == MergeFormat::kTorch) {
@@ -142,23 +143,23 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     for (size_t i : f.entries) weight_map.emplace_back(layout.entries[i].name, base);
   }
   if (report->files.size() > 1) {
-    report->index = model::JoinPath(out, ops::IndexFileName(report->format));
-    written.insert(ops::IndexFileName(report->format));
+    report->index = model::JoinPath(out, output::IndexFileName(report->format));
+    written.insert(output::IndexFileName(report->format));
   }
 
-  // With --part, which part writes each file (ops/parts.h).
-  const ops::PartSpec& part = options.part;
-  if (part.kind != ops::PartSpec::Kind::kAll && target.single_file)
+  // With --part, which part writes each file (output/parts.h).
+  const output::PartSpec& part = options.part;
+  if (part.kind != output::PartSpec::Kind::kAll && target.single_file)
     return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
         .WithPath(out);
-  ops::PartFiles part_files;
+  output::PartFiles part_files;
   for (const MergeOutputFile& f : report->files) {
     part_files.paths.push_back(f.path);
     part_files.bytes.push_back(f.bytes);
   }
   auto mine = [&](size_t k) {
-    return part.kind == ops::PartSpec::Kind::kAll ||
-           (part.kind == ops::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index);
+    return part.kind == output::PartSpec::Kind::kAll ||
+           (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index);
   };
 
   // Refuse to replace files unasked, and never write onto an input, by any
@@ -170,18 +171,18 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   // planned size are complete (written atomically) and skipped.
   std::vector<std::string> earlier;  // a folder OUT's earlier save
   if (!target.single_file) {
-    ZF_ASSIGN_OR_RETURN(earlier, ops::EarlierSave(env, out, report->format));
+    ZF_ASSIGN_OR_RETURN(earlier, output::EarlierSave(env, out, report->format));
   }
-  ZF_TRY(ops::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
-  if (part.kind != ops::PartSpec::Kind::kAll) report->parts = part_files;
+  ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
+  if (part.kind != output::PartSpec::Kind::kAll) report->parts = part_files;
   std::vector<std::string> targets;
   for (size_t k = 0; k < report->files.size(); ++k)
     if (mine(k)) targets.push_back(report->files[k].path);
-  if (!report->index.empty() && part.kind != ops::PartSpec::Kind::kPart) targets.push_back(report->index);
+  if (!report->index.empty() && part.kind != output::PartSpec::Kind::kPart) targets.push_back(report->index);
   std::vector<std::string> replaced = targets;
   replaced.insert(replaced.end(), earlier.begin(), earlier.end());
-  ZF_TRY(ops::RefuseInputTargets(env, inputs, replaced, "is an input file of the merge"));
-  if (part.kind == ops::PartSpec::Kind::kAll && !options.force) {
+  ZF_TRY(output::RefuseInputTargets(env, inputs, replaced, "is an input file of the merge"));
+  if (part.kind == output::PartSpec::Kind::kAll && !options.force) {
     for (const std::string& t : targets)
       if (env->FileExists(t)) return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
     if (!earlier.empty())
@@ -229,7 +230,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     return Status::OK();
   };
 
-  if (part.kind == ops::PartSpec::Kind::kFinish) {
+  if (part.kind == output::PartSpec::Kind::kFinish) {
     // Every file was written by its part (SelectPartFiles checked the
     // sizes; --verify checks every file's values). The index and the
     // removal of an earlier save's other files come last, so a half-done
@@ -240,10 +241,10 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
       ZF_TRY(verify_files(all, [&](size_t k) { return env->OpenRandom(report->files[k].path); }));
     }
     if (!report->index.empty()) {
-      if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
+      if (Status s = output::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
         return s.WithPath(report->index);
     }
-    ZF_ASSIGN_OR_RETURN(report->removed, ops::RemoveStaleShards(env, out, report->format, written));
+    ZF_ASSIGN_OR_RETURN(report->removed, output::RemoveStaleShards(env, out, report->format, written));
     return Status::OK();
   }
 
@@ -301,13 +302,13 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     committed.push_back(f.path);
     f.bytes = sinks[j]->position();
   }
-  if (part.kind == ops::PartSpec::Kind::kPart) return Status::OK();  // the index is --part finish's
+  if (part.kind == output::PartSpec::Kind::kPart) return Status::OK();  // the index is --part finish's
   if (!report->index.empty()) {
-    if (Status s = ops::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
+    if (Status s = output::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
       return roll_back(s.WithPath(report->index));
   }
   if (!target.single_file) {
-    ZF_ASSIGN_OR_RETURN(report->removed, ops::RemoveStaleShards(env, out, report->format, written));
+    ZF_ASSIGN_OR_RETURN(report->removed, output::RemoveStaleShards(env, out, report->format, written));
   }
   return Status::OK();
 }

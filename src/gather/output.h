@@ -22,8 +22,8 @@
 
 #include "gather/layout.h"
 #include "gather/plan.h"
-#include "ops/convert.h"
-#include "ops/parts.h"
+#include "output/parts.h"
+#include "output/sharding.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -35,7 +35,7 @@ struct OutputOptions {
   std::optional<MergeFormat> format;
   // A folder OUT is split into shards past this many tensor bytes per file
   // (--max-shard-size; transformers' default, 5 GB). An OUT file is never split.
-  uint64_t max_shard_bytes = ops::kDefaultMaxShardBytes;
+  uint64_t max_shard_bytes = output::kDefaultMaxShardBytes;
   // Replace existing output files (--force); without it they are refused,
   // as are the files of an earlier save in a folder OUT. With it, a folder
   // OUT's earlier save is replaced whole: its other shards are removed.
@@ -54,11 +54,11 @@ struct OutputOptions {
   // Called with tensor bytes written so far and the total, at most once
   // per buffer; phase is "merge" or "verify".
   std::function<void(const char* phase, uint64_t done, uint64_t total)> progress;
-  // --part (ops/parts.h), folder OUT only. A part writes only the files
+  // --part (output/parts.h), folder OUT only. A part writes only the files
   // assigned to it, skips those already present with their planned size
   // (without force), and writes no index; kFinish checks every file is
   // present and complete, then writes the index. kAll: one run does all.
-  ops::PartSpec part;
+  output::PartSpec part;
 };
 
 // Where OUT goes: one file (a name ending in .bin, .pt or .safetensors) or
@@ -84,8 +84,8 @@ struct OutputReport {
   size_t verified_tensors = 0;
   uint64_t verified_bytes = 0;
   // With --part: every file of `files`, its part and what this run wrote
-  // (ops::SelectPartFiles); empty paths without --part.
-  ops::PartFiles parts;
+  // (output::SelectPartFiles); empty paths without --part.
+  output::PartFiles parts;
 };
 
 // Plans the files of `layout` (entries of `plan`) at `out` and, unless

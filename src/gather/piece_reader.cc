@@ -8,8 +8,8 @@
 
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
-#include "zip/entry_source.h"
 #include "torch/checkpoint.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::gather {
 

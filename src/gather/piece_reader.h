@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "gather/plan.h"
-#include "zip/entry_source.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::gather {
 

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "torch/dtype.h"
-#include "zip/archive.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
+#include "zip/archive.h"
 
 namespace zerofold::gather {
 

@@ -5,15 +5,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "torch/state_dict.h"
 #include "safetensors/reader.h"
+#include "torch/read.h"
+#include "torch/state_dict.h"
 
 namespace zerofold::gather {
 
-using ops::Hash128;
-using ops::Xxh3Hasher;
-using ops::TensorDigest;
-using ops::kMinDigestBuffer;
 
 namespace {
 
@@ -22,8 +19,8 @@ Status Mismatch(const std::string& path, const std::string& name, std::string wh
 }
 
 // Hashes `len` bytes of `src` at `offset` through `buffer`.
-Result<Hash128> HashRange(const RandomSource& src, uint64_t offset, uint64_t len, std::vector<std::byte>& buffer,
-                            Xxh3Hasher& hasher, const std::function<void(uint64_t)>& progress) {
+Result<torch::Hash128> HashRange(const RandomSource& src, uint64_t offset, uint64_t len, std::vector<std::byte>& buffer,
+                            torch::Xxh3Hasher& hasher, const std::function<void(uint64_t)>& progress) {
   hasher.Reset();
   uint64_t done = 0;
   while (done < len) {
@@ -48,11 +45,11 @@ class Verifier {
  public:
   Verifier(const GatherPlan& plan, const MergeLayout& layout, TensorAssembler& assembler, size_t buffer_bytes,
            const std::function<void(uint64_t)>& progress)
-      : plan_(plan), layout_(layout), assembler_(assembler), buffer_(std::max(buffer_bytes, kMinDigestBuffer)),
+      : plan_(plan), layout_(layout), assembler_(assembler), buffer_(std::max(buffer_bytes, torch::kMinDigestBuffer)),
         progress_(progress) {}
 
   // The digest of plan tensor `tensor` assembled from the rank files.
-  Result<Hash128> SourceDigest(size_t tensor) {
+  Result<torch::Hash128> SourceDigest(size_t tensor) {
     auto hit = source_digests_.find(tensor);
     if (hit != source_digests_.end()) return hit->second;
     hasher_.Reset();
@@ -60,7 +57,7 @@ class Verifier {
       hasher_.Update(bytes);
       return Status::OK();
     }));
-    Hash128 d = hasher_.Digest();
+    torch::Hash128 d = hasher_.Digest();
     source_digests_.emplace(tensor, d);
     return d;
   }
@@ -68,7 +65,7 @@ class Verifier {
   // Checks one entry against what the file holds; `digest` hashes the
   // entry's bytes in the file.
   Status Check(const std::string& path, const OutputEntry& e, const Found& f,
-               const std::function<Result<Hash128>()>& digest, VerifyResult* result) {
+               const std::function<Result<torch::Hash128>()>& digest, VerifyResult* result) {
     const GatherTensor& t = plan_.tensors[e.tensor];
     if (f.dtype != t.dtype)
       return Mismatch(path, e.name, "dtype " + std::string(torch::Info(f.dtype).name) + ", planned " +
@@ -78,9 +75,9 @@ class Verifier {
     if (f.nbytes != OutputBytes(t))
       return Mismatch(path, e.name,
                       std::to_string(f.nbytes) + " bytes, planned " + std::to_string(OutputBytes(t)));
-    Result<Hash128> written = digest();
+    Result<torch::Hash128> written = digest();
     if (!written.ok()) return Status(written.status()).WithRecord(e.name).WithPath(path);
-    ZF_ASSIGN_OR_RETURN(Hash128 source, SourceDigest(e.tensor));
+    ZF_ASSIGN_OR_RETURN(torch::Hash128 source, SourceDigest(e.tensor));
     if (!(*written == source))
       return Mismatch(path, e.name,
                       "xxh3-128 of the written bytes " + written->Hex() + ", of the sources' " + source.Hex());
@@ -122,8 +119,8 @@ class Verifier {
       if (s.nbytes != t.nbytes())
         return Mismatch(file.path, e.name, "storage " + s.key + " holds " + std::to_string(s.nbytes) +
                                                " bytes for a tensor of " + std::to_string(t.nbytes()));
-      auto digest = [&]() -> Result<Hash128> {
-        Result<Hash128> d = TensorDigest(src, *ckpt, t, buffer_);
+      auto digest = [&]() -> Result<torch::Hash128> {
+        Result<torch::Hash128> d = torch::TensorDigest(src, *ckpt, t, buffer_);
         if (d.ok() && progress_) progress_(t.nbytes());
         return d;
       };
@@ -161,8 +158,8 @@ class Verifier {
   TensorAssembler& assembler_;
   std::vector<std::byte> buffer_;
   const std::function<void(uint64_t)>& progress_;
-  Xxh3Hasher hasher_;
-  std::unordered_map<size_t, Hash128> source_digests_;  // by plan tensor
+  torch::Xxh3Hasher hasher_;
+  std::unordered_map<size_t, torch::Hash128> source_digests_;  // by plan tensor
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // readers and checks, per entry, the name, dtype, shape and layout (torch:
 // contiguous at offset 0; a tie in its owner's storage, every other entry in
 // a storage of its own) and that the xxh3-128 of the tensor's logical bytes
-// (ops/verify.h TensorDigest for torch output) equals the xxh3-128 of the
+// (verify/verify.h TensorDigest for torch output) equals the xxh3-128 of the
 // same bytes assembled anew from the rank files.
 #ifndef ZEROFOLD_GATHER_VERIFY_H_
 #define ZEROFOLD_GATHER_VERIFY_H_
@@ -15,9 +15,9 @@
 
 #include "gather/assemble.h"
 #include "gather/layout.h"
-#include "ops/verify.h"
-#include "torch/checkpoint.h"
 #include "gather/plan.h"
+#include "torch/checkpoint.h"
+#include "torch/digest.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 

@@ -15,9 +15,9 @@
 
 #include "gather/assemble.h"
 #include "gather/layout.h"
-#include "torch/state_dict.h"
-#include "safetensors/writer.h"
 #include "gather/plan.h"
+#include "safetensors/writer.h"
+#include "torch/state_dict.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 

@@ -124,4 +124,30 @@ Result<ModelFiles> ResolveModelPath(Env* env, const std::string& path) {
   return out;
 }
 
+Result<std::vector<std::string>> FolderCheckpoints(Env* env, const std::string& folder, std::set<std::string>& handled) {
+  ZF_ASSIGN_OR_RETURN(ModelFiles files, ResolveModelPath(env, folder));
+  std::vector<std::string> paths;
+  for (const char* index_name : {kTorchIndexName, kSafetensorsIndexName}) {
+    for (const ShardIndex& index : files.indexes) {
+      if (index.path != JoinPath(folder, index_name)) continue;
+      handled.insert(index_name);
+      for (const std::string& shard : index.Shards()) {
+        paths.push_back(JoinPath(folder, shard));
+        handled.insert(shard);
+      }
+      return paths;
+    }
+    const char* single = index_name == kTorchIndexName ? kTorchSingleName : kSafetensorsSingleName;
+    if (env->FileExists(JoinPath(folder, single))) {
+      handled.insert(single);
+      paths.push_back(JoinPath(folder, single));
+      return paths;
+    }
+  }
+  return Status::NotFound(std::string("this folder holds no ") + kTorchIndexName + ", " +
+                          kTorchSingleName + ", " + kSafetensorsIndexName + " or " +
+                          kSafetensorsSingleName)
+      .WithPath(folder);
+}
+
 }  // namespace zerofold::model

@@ -5,6 +5,7 @@
 #define ZEROFOLD_MODEL_HF_FOLDER_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,14 @@ Result<ModelFiles> ResolveModelPath(Env* env, const std::string& path);
 
 // "a/b" + "c" with one slash.
 std::string JoinPath(const std::string& folder, const std::string& name);
+
+// The checkpoint files of a Hugging Face folder, as paths: the shards of
+// its pytorch_model.bin.index.json, or its pytorch_model.bin, else the
+// shards of its model.safetensors.index.json, or its model.safetensors.
+// `handled` gets the names of the files used (index included). kNotFound
+// when it has none; ResolveModelPath's errors.
+Result<std::vector<std::string>> FolderCheckpoints(Env* env, const std::string& folder,
+                                                   std::set<std::string>& handled);
 
 }  // namespace zerofold::model
 

@@ -1,8 +1,9 @@
 #include "model/listing.h"
 
 #include "io/cursor.h"
-#include "safetensors/reader.h"
 #include "safetensors/dtype.h"
+#include "safetensors/reader.h"
+#include "torch/read.h"
 
 #include <algorithm>
 #include <string>

@@ -29,7 +29,7 @@ class JsonFiles {
   void AddError(const std::string& path, const Status& status);
   // An element written by `write` (one JSON object), for listings of other
   // stages (a Distributed Checkpoint folder: dcp/listing.h; a DeepSpeed
-  // folder: ops/zero_inspect.h).
+  // folder: zero/inspect.h).
   void AddWith(const std::function<void(json::Writer&)>& write) { write(w_); }
   // The whole document, with a trailing newline; an error only for a
   // zerofold bug (writer misuse).

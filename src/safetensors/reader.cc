@@ -6,8 +6,8 @@
 
 #include "io/checked_math.h"
 #include "io/cursor.h"
-#include "json/reader.h"
 #include "io/utf8.h"
+#include "json/reader.h"
 #include "json/value.h"
 #include "json/writer.h"
 

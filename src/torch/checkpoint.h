@@ -2,7 +2,7 @@
 // over them, with the pickle graph kept whole for writers.
 //
 // Built from a torch zip archive or the legacy (torch < 1.6) format by
-// ReadCheckpoint. Reads only the container's directory and the pickle(s):
+// ReadCheckpoint (torch/read.h). Reads only the container's directory and the pickle(s):
 // storage bytes are located, never read.
 //
 // Patching (for writers that move views, e.g. shrink; torch/retarget.h does
@@ -163,22 +163,6 @@ struct Checkpoint {
 // kCorrupt names the record or the tensor. ReadCheckpoint calls it; writers
 // may call it on a patched model.
 Status CheckViews(const Checkpoint& ckpt);
-
-// Reads a torch file. Errors name the record and offset:
-//   kUnsupported  TorchScript archives (constants.pkl, code/), the "PYTORCH1"
-//                 preview format, the oldest (tar) format, legacy storage
-//                 views (view metadata, torch < 0.4), what the zip reader
-//                 refuses (encrypted entries, methods other than stored and
-//                 deflated);
-//   kLimit        ReadOptions limits (pickle bytes, decoder limits, graph
-//                 visits, path depth), naming the flag that raises them;
-//   kCorrupt      a storage record shorter than its declared bytes, a pid
-//                 whose key has no record, a storage declared twice with
-//                 different types or sizes, a view that leaves its storage
-//                 (record: the tensor name), a file that is no torch file.
-// Big-endian archives (byteorder "big") are read and flagged in big_endian;
-// their data is not byte-swapped. Unsafe globals are listed, not refused.
-Result<Checkpoint> ReadCheckpoint(const RandomSource& src, const ReadOptions& options = {});
 
 }  // namespace zerofold::torch
 

@@ -56,7 +56,7 @@ for combo in "- out.pt|a stream ('-', .zst) cannot be re-read" \
 $hint
 "
 done
-# safetensors output is verified too (ops/convert.h ConvertOptions::verify).
+# safetensors output is verified too (convert/convert.h ConvertOptions::verify).
 run_z shrink --verify --to safetensors "$views" out.safetensors
 expect "--verify --to safetensors" 0 ""
 n=$("$Z" inspect --json out.safetensors | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["files"][0]["tensors"]))')

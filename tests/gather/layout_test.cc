@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "../zero/fixture_cases.h"
-#include "ops/merge_zero.h"
+#include "zero/gather_plan.h"
 
 namespace zerofold::gather {
 namespace {
 
-using ops::LayOutMerge;
+using zero::LayOutMerge;
 
 TEST_CASE("GlobMatch: *, ?, sets and literal characters") {
   struct Case {
@@ -80,7 +80,7 @@ std::vector<std::string> Names(const MergeLayout& l) {
 
 TEST_CASE("LayOutMerge: module order, the tie after its owner and sharing it") {
   Fixture f;
-  Result<MergeLayout> l = LayOutMerge(f.plan, f.ckpt, {});
+  Result<MergeLayout> l = zero::LayOutMerge(f.plan, f.ckpt, {});
   REQUIRE(l.ok());
   std::vector<std::string> module;
   for (const zero::NamedTensor& m : f.ckpt.model_states[0].module) module.push_back(m.name);
@@ -102,21 +102,21 @@ TEST_CASE("LayOutMerge: module order, the tie after its owner and sharing it") {
 TEST_CASE("LayOutMerge --only: ties follow their owner; a tie selected alone holds the data") {
   Fixture f;
   std::vector<std::string> owner = {"transformer.wte.*"};
-  Result<MergeLayout> l = LayOutMerge(f.plan, f.ckpt, owner);
+  Result<MergeLayout> l = zero::LayOutMerge(f.plan, f.ckpt, owner);
   REQUIRE(l.ok());
   CHECK_EQ(Names(*l), std::vector<std::string>{"transformer.wte.weight", "lm_head.weight"});
   CHECK(l->entries[1].tie);
   CHECK_EQ(l->entries[1].owner, 0u);
 
   std::vector<std::string> tie_only = {"lm_head.*"};
-  l = LayOutMerge(f.plan, f.ckpt, tie_only);
+  l = zero::LayOutMerge(f.plan, f.ckpt, tie_only);
   REQUIRE(l.ok());
   REQUIRE_EQ(Names(*l), std::vector<std::string>{"lm_head.weight"});
   CHECK_FALSE(l->entries[0].tie);
   CHECK_EQ(l->entries[0].tensor, f.TensorIndex("transformer.wte.weight"));
 
   std::vector<std::string> two = {"*.ln_f.*", "transformer.position_ids"};
-  l = LayOutMerge(f.plan, f.ckpt, two);
+  l = zero::LayOutMerge(f.plan, f.ckpt, two);
   REQUIRE(l.ok());
   CHECK_EQ(Names(*l),
            std::vector<std::string>{"transformer.position_ids", "transformer.ln_f.weight", "transformer.ln_f.bias"});
@@ -125,7 +125,7 @@ TEST_CASE("LayOutMerge --only: ties follow their owner; a tie selected alone hol
 TEST_CASE("LayOutMerge --only matching nothing is an invalid argument naming the pattern") {
   Fixture f;
   std::vector<std::string> none = {"decoder.*"};
-  Status s = LayOutMerge(f.plan, f.ckpt, none).status();
+  Status s = zero::LayOutMerge(f.plan, f.ckpt, none).status();
   CHECK_EQ(s.code(), Code::kInvalidArgument);
   CHECK_EQ(s.message(), "--only 'decoder.*' matches none of the 31 tensor names (e.g. transformer.emb_scale)");
 }

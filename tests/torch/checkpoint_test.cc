@@ -17,6 +17,7 @@
 #include "io/mem.h"
 #include "pickle_writer.h"
 #include "test_files.h"
+#include "torch/read.h"
 #include "torch/storage_source.h"
 #include "torch/tensor_recognizer.h"
 #include "zip/crc32.h"

@@ -8,6 +8,7 @@
 
 #include "io/mem.h"
 #include "test_files.h"
+#include "torch/read.h"
 #include "torch/tensor_recognizer.h"
 
 namespace zerofold::torch {

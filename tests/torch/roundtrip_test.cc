@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "io/mem.h"
-#include "test_files.h"
 #include "pickle/encoder.h"
+#include "test_files.h"
 #include "torch/archive_writer.h"
 #include "torch/checkpoint.h"
+#include "torch/read.h"
 #include "torch/retarget.h"
 
 namespace zerofold::torch {

@@ -9,6 +9,7 @@
 #include "io/mem.h"
 #include "torch/archive_writer.h"
 #include "torch/pickle_writer.h"
+#include "torch/read.h"
 #include "torch/stream_fixtures.h"
 #include "zip/writer.h"
 

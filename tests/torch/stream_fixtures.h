@@ -1,5 +1,5 @@
 // Test helpers shared by the stream tests (tests/torch/stream_*_test.cc,
-// tests/ops/stream_*_test.cc): which fixtures to stream, and small archives
+// tests/shrink/stream_*_test.cc): which fixtures to stream, and small archives
 // in a chosen record order.
 #ifndef ZEROFOLD_TESTS_TORCH_STREAM_FIXTURES_H_
 #define ZEROFOLD_TESTS_TORCH_STREAM_FIXTURES_H_

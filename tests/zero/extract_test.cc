@@ -9,6 +9,7 @@
 #include "../torch/graph_builder.h"
 #include "fixture_cases.h"
 #include "torch/checkpoint.h"
+#include "torch/read.h"
 #include "torch/tensor_recognizer.h"
 #include "zero/files.h"
 #include "zero/plan.h"

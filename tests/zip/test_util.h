@@ -14,10 +14,10 @@
 
 #include "io/cursor.h"
 #include "io/mem.h"
+#include "zerofold/env.h"
 #include "zip/format.h"
 #include "zip/torch_layout.h"
 #include "zip/writer.h"
-#include "zerofold/env.h"
 
 namespace zerofold::zip::testing {
 

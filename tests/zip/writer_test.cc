@@ -10,8 +10,8 @@
 #include "io/mem.h"
 #include "test_util.h"
 #include "zip/archive.h"
-#include "zip/entry_source.h"
 #include "zip/crc32.h"
+#include "zip/entry_source.h"
 #include "zip/torch_layout.h"
 
 namespace zerofold::zip {

@@ -1,0 +1,100 @@
+// A whole shrink request, as `zerofold shrink IN OUT [flags]` and zf_shrink
+// make it: the refusals of requests that cannot run, and the choice of
+// operation (ShrinkFile, ShrinkStream, ShrinkFolder, ConvertToSafetensors,
+// ShardTorchFile). Both front ends call these, so they refuse and route
+// alike; only the words naming the options differ (RequestWords).
+#ifndef ZEROFOLD_CONVERT_REQUEST_H_
+#define ZEROFOLD_CONVERT_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/convert.h"
+#include "output/parts.h"
+#include "shrink/shrink.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::convert {
+
+struct ShrinkRequest {
+  // `zerofold convert`: safetensors input is accepted (shrink refuses it:
+  // its tensors are exactly sized already).
+  bool convert = false;
+  std::string in;
+  std::string out;   // in place: the same as `in`
+  bool in_place = false;
+  bool force = false;  // replace an existing OUT
+  bool to_safetensors = false;
+  // Set: write shards of at most this many bytes into the folder OUT.
+  std::optional<uint64_t> max_shard_bytes;
+  bool dedupe_tied = false;  // safetensors only
+  // Parts of a folder OUT (output/parts.h): a folder IN shrunk (or converted
+  // to torch) by ShrinkFolder, a file IN sharded by ShardTorchFile, or any
+  // IN converted by ConvertToSafetensors; not with in_place.
+  output::PartSpec part;
+  shrink::ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
+};
+
+// How a front end names the request's options in refusals.
+struct RequestWords {
+  const char* set;  // the verb: "use" a flag, "set" an option
+  const char* verify;
+  const char* dry_run;
+  const char* in_place;
+  const char* force;
+  const char* dtype;
+  const char* select;
+  const char* to_safetensors;
+  const char* max_shard_size;
+  const char* dedupe_tied;
+  const char* part;
+};
+inline constexpr RequestWords kFlagWords = {"use",      "--verify", "--dry-run",          "--in-place",
+                                            "--force",  "--dtype",  "--select",           "--to safetensors",
+                                            "--max-shard-size", "--dedupe-tied", "--part"};
+inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",        "in_place",       "force",
+                                              "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
+
+// The format a file name says: ".safetensors" safetensors; ".bin", ".pt",
+// ".pth", ".ckpt" torch; a trailing ".zst" ignored. nullopt for others.
+std::optional<output::ShardFormat> FormatByName(std::string name);
+
+// OUT is written as a folder in transformers' layout when OUT is an
+// existing folder or ends with '/', or when IN is a folder and OUT's name
+// says no format (FormatByName).
+bool OutputIsFolder(Env* env, const std::string& in, const std::string& out);
+
+// True when `in` holds safetensors checkpoints only: a file that sniffs as
+// safetensors, or a folder with model.safetensors.index.json or
+// model.safetensors and neither pytorch_model.bin.index.json nor
+// pytorch_model.bin. False for streams and missing paths (the operation
+// reports those). Errors of reading the file.
+Result<bool> IsSafetensorsInput(Env* env, const std::string& in);
+
+// The request's refusals, in order: kInvalidArgument with a message naming
+// the options in `words`. Errors of looking at the files (a folder that
+// cannot be searched) come back as they are.
+Status CheckShrinkRequest(Env* env, const ShrinkRequest& request, const RequestWords& words);
+
+// What a request wrote: one report per torch output file, or, for
+// safetensors and torch shards, the conversion's report.
+struct ShrinkOutcome {
+  std::vector<shrink::ShrinkReport> files;
+  std::optional<ConvertReport> converted;
+  // A folder's (ShrinkFolder's; a conversion's are in `converted`): the
+  // index written ("" when none), and with --part every output file, its
+  // part and what this run wrote.
+  std::string index;
+  output::PartFiles parts;
+};
+
+// Carries the request out. REQUIRES: CheckShrinkRequest returned OK (the
+// front ends call it first, to tell refusals from failures).
+Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& request);
+
+}  // namespace zerofold::convert
+
+#endif  // ZEROFOLD_CONVERT_REQUEST_H_

@@ -1,0 +1,43 @@
+#include "gather/view_reader.h"
+
+#include <algorithm>
+
+#include "gather/piece_reader.h"
+#include "gather/plan.h"
+
+namespace zerofold::gather {
+
+Gatherer::Gatherer(size_t buffer_bytes)
+    : buffer_bytes_(std::max<size_t>(buffer_bytes, 64)), out_(buffer_bytes_) {}
+
+Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, const torch::Tensor& view,
+                        const EmitChunk& emit) {
+  ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(view));
+  if (view.numel() == 0) return Status::OK();
+  if (torch::ElementBits(view.dtype) % 8 != 0)
+    return Status::Unsupported("cannot gather packed " + std::string(torch::Info(view.dtype).name) + " elements")
+        .WithRecord(view.name);
+  gather::Piece piece;
+  piece.offsets.assign(view.shape.size(), 0);
+  piece.sizes = view.shape;
+  piece.dtype = view.dtype;
+  piece.data_offset = storage_data_offset;
+  piece.storage_nbytes = extent.end;
+  piece.view_offset = view.storage_offset;
+  piece.strides = view.stride;
+  const gather::SourceFile file{src.name(), &src};
+  gather::PieceReader reader(piece, file, buffer_bytes_);
+  const uint64_t itemsize = torch::Info(view.dtype).itemsize;
+  const uint64_t chunk = std::max<uint64_t>(out_.size() / itemsize, 1);
+  if (out_.size() < chunk * itemsize) out_.resize(chunk * itemsize);
+  for (uint64_t left = view.numel(); left > 0;) {
+    const uint64_t n = std::min(left, chunk);
+    std::span<std::byte> out(out_.data(), static_cast<size_t>(n * itemsize));
+    ZF_TRY(reader.Read(out));
+    ZF_TRY(emit(out));
+    left -= n;
+  }
+  return Status::OK();
+}
+
+}  // namespace zerofold::gather

@@ -1,0 +1,92 @@
+#include "merge/merge.h"
+
+#include <utility>
+
+#include "dcp/folder.h"
+#include "dcp/merge.h"
+#include "zero/merge.h"
+
+namespace zerofold::merge {
+
+namespace {
+
+// Writes report->gather in report->layout's order. The plan's sources are
+// owned by the planned merge, which the caller drops after: their pointers
+// are cleared so the report keeps only their paths.
+Status WritePlanned(Env* env, const std::string& out, const gather::OutputTarget& target, const MergeOptions& options,
+                    MergeReport* report) {
+  Status written = gather::WriteMerge(env, report->gather, report->layout, out, target, report->input_files, options,
+                                      report);
+  for (gather::SourceFile& f : report->gather.sources) f.source = nullptr;
+  return written;
+}
+
+Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const gather::OutputTarget& target,
+                const MergeOptions& options, MergeReport* report) {
+  if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is a DCP folder").WithPath(folder.path);
+  if (options.exclude_frozen)
+    return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is a DCP folder")
+        .WithPath(folder.path);
+  report->kind = CheckpointKind::kDcp;
+  report->dcp_folder = folder.path;
+  dcp::MergeOptions plan_options;
+  plan_options.select = options.select;
+  plan_options.dtype = options.dtype;
+  plan_options.only = options.only;
+  plan_options.read = options.read;
+  ZF_ASSIGN_OR_RETURN(dcp::PlannedMerge m, dcp::PlanDcpMerge(env, folder, plan_options));
+  report->dcp_schema_2x = m.schema_2x;
+  report->dcp_version = m.version;
+  report->selection = std::move(m.selection);
+  report->input_files = std::move(m.input_files);
+  report->gather = std::move(m.gather);
+  report->layout = std::move(m.layout);
+  report->params = report->layout.entries.size();
+  return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
+}
+
+Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const gather::OutputTarget& target,
+                 const MergeOptions& options, MergeReport* report) {
+  if (options.select)
+    return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
+  zero::MergeOptions plan_options;
+  plan_options.tag = options.tag;
+  plan_options.dtype = options.dtype;
+  plan_options.exclude_frozen = options.exclude_frozen;
+  plan_options.only = options.only;
+  plan_options.read = options.read;
+  ZF_ASSIGN_OR_RETURN(zero::PlannedMerge m, zero::PlanZeroMerge(env, ckpt_dir, plan_options));
+  report->tag_folder = m.loaded.tag_folder;
+  report->tag = m.loaded.tag;
+  report->warnings = m.loaded.warnings;
+  report->input_files = std::move(m.input_files);
+  report->model_files = m.loaded.model_files.size();
+  report->optim_files = m.loaded.optim_files.size();
+  if (!m.loaded.description.model_states.empty()) report->ds_version = m.loaded.description.model_states[0].ds_version;
+  report->plan = std::move(m.plan);
+  report->layout = std::move(m.layout);
+  report->gather = std::move(m.gather);
+  report->params = m.params;
+  report->frozen_params = m.frozen_params;
+  report->buffers = m.buffers;
+  return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
+}
+
+}  // namespace
+
+Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const std::string& out,
+                                    const MergeOptions& options) {
+  MergeReport report;
+  report.checkpoint = ckpt_dir;
+  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options.format));
+  if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
+    ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
+    return report;
+  }
+  if (dcp::HoldsDistcpFiles(env, ckpt_dir))
+    return Status::Corrupt("holds .distcp files but no .metadata: not a complete Distributed Checkpoint").WithPath(ckpt_dir);
+  ZF_TRY(MergeZero(env, ckpt_dir, out, target, options, &report));
+  return report;
+}
+
+}  // namespace zerofold::merge

@@ -1,0 +1,55 @@
+// Reading a checkpoint file of any format (torch zip, legacy, safetensors)
+// into the checkpoint model (torch/checkpoint.h), so every writer and
+// comparison works on one model whatever the input's format.
+//
+// A safetensors file becomes the model torch.save writes for the state dict
+// safetensors.torch.load_file returns (merge/pickle.h): an OrderedDict
+// of its tensors in name order (bytewise, as safe_open.keys() gives them),
+// one storage per tensor keyed "0", "1", ... in that order, each view
+// contiguous at offset 0. Storage::data_offset is the tensor's absolute
+// offset in the file and Storage::record its name, so read errors name the
+// tensor; Checkpoint::format is kTorchZip with no top folder and no other
+// records (what such a torch.save would hold).
+#ifndef ZEROFOLD_MODEL_CHECKPOINT_FILE_H_
+#define ZEROFOLD_MODEL_CHECKPOINT_FILE_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/listing.h"
+#include "safetensors/reader.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::model {
+
+// Whether the pickle graph is built for a safetensors file. Writers of
+// torch output and of re-selected trees need it; a reader of tensor bytes
+// (diff) does not, and then takes tensors of every dtype torch has, also
+// those torch 1.13 has no storage class for (uint16/32/64, float8).
+enum class SafetensorsGraph : bool { kSkip, kBuild };
+
+struct CheckpointFile {
+  model::FileFormat format = model::FileFormat::kTorchZip;
+  torch::Checkpoint ckpt;
+  // safetensors: the header's __metadata__, in header order; else empty.
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// The model of a safetensors file whose header is `file`, as above.
+// Errors (record: the tensor's name): kUnsupported for a dtype torch has
+// none for (F4, F6_*), a dimension past 2^63 - 1, and with kBuild a dtype
+// torch 1.13 writes without a typed storage class.
+Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph);
+
+// Reads `src` as the format its first bytes say (model::SniffFormat).
+// Errors as torch::ReadCheckpoint's, safetensors::ReadHeader's and
+// SafetensorsCheckpoint's; the caller adds the path.
+Result<CheckpointFile> ReadCheckpointFile(const RandomSource& src, const torch::ReadOptions& options,
+                                          SafetensorsGraph graph);
+
+}  // namespace zerofold::model
+
+#endif  // ZEROFOLD_MODEL_CHECKPOINT_FILE_H_

@@ -1,0 +1,47 @@
+// --select KEYPATH: keep only a subtree of a checkpoint, which becomes the
+// root of the output (torch output: the pickle root; safetensors: its
+// tensors, named from the subtree's root).
+//
+// KEYPATH is keys separated by '/' ("module",
+// "optimizer_state_dict/single_partition_of_fp32_groups/0"). At each level a
+// key names, as tensor names do (torch/checkpoint.h PathElem):
+//   dict or OrderedDict   the entry whose key is that str, or that int in
+//                         decimal (a str key wins over an int key);
+//   list, tuple           the item at that decimal index;
+//   another object        "args", "kwargs", "state" (its reduce arguments,
+//                         keyword arguments, BUILD state), or a decimal index
+//                         or key of the items appended or set on it.
+// A tensor has no keys.
+#ifndef ZEROFOLD_MODEL_SELECT_H_
+#define ZEROFOLD_MODEL_SELECT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "torch/checkpoint.h"
+#include "zerofold/result.h"
+
+namespace zerofold::model {
+
+// The keys of a KEYPATH; "" gives none. kInvalidArgument for an empty key
+// ("a//b", "/a", "a/").
+Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath);
+
+// Makes the node at `keypath` the root of ckpt: tensors are named again
+// from it (only those under it remain), only the storages it reaches remain
+// (DropUnreachableStorages), and unsafe_globals keeps only the globals
+// reachable from it. An empty keypath changes nothing.
+// Errors: kInvalidArgument when a key is missing, naming the level reached and
+// listing its keys (at most 20, then how many more); kInvalidArgument for a
+// malformed keypath; the recognizer's errors for the subtree.
+Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const torch::ReadOptions& options);
+
+// Removes the storages that no persistent id reachable from ckpt.root
+// names (a writer would otherwise carry them), renumbering Tensor::storage.
+// kInternal if a tensor's storage is among them.
+Status DropUnreachableStorages(torch::Checkpoint& ckpt);
+
+}  // namespace zerofold::model
+
+#endif  // ZEROFOLD_MODEL_SELECT_H_

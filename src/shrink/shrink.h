@@ -1,0 +1,151 @@
+// zerofold shrink: rewrite every tensor of a torch checkpoint into exactly
+// sized storage (see plan/shrink_plan.h), streaming through a bounded buffer.
+#ifndef ZEROFOLD_SHRINK_SHRINK_H_
+#define ZEROFOLD_SHRINK_SHRINK_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/zstd_stream.h"
+#include "output/parts.h"
+#include "torch/checkpoint.h"
+#include "zerofold/env.h"
+#include "zerofold/result.h"
+
+namespace zerofold::shrink {
+
+struct ShrinkOptions {
+  torch::ReadOptions read;
+  // Carry unsafe globals through unchanged (never executed) instead of
+  // refusing the input with kUnsafe.
+  bool keep_unsafe = false;
+  // Plan and report sizes; write nothing.
+  bool dry_run = false;
+  // After writing, before the output replaces its target, read it back and
+  // compare every tensor's xxh3-128 with the input's (verify/verify.h; with
+  // `select`, the input's subtree). A mismatch is kCorrupt naming the
+  // tensor, and the target (the input itself, in place) is left untouched.
+  // kInvalidArgument with `dtype` (the tensors change) or a stream output
+  // (it cannot be re-read).
+  bool verify = false;
+  // Bytes copied per read; memory is O(buffer_bytes + data.pkl).
+  size_t buffer_bytes = size_t{4} << 20;
+  // Cast floating tensors to this dtype (shrink/cast.h); nullopt keeps dtypes.
+  std::optional<torch::DType> dtype;
+  // Write only the subtree at this key path (model/select.h); "" writes all.
+  std::string select;
+  // A conversion (`zerofold convert`): always write a new torch archive with
+  // every storage split exactly. Without it (and without dtype or select)
+  // the rewrite never grows a file: see IsPlainShrink.
+  bool convert = false;
+  // Called with bytes written so far and the total, at most once per buffer.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Compression of ".zst" outputs and limits for ".zst" inputs.
+  io::ZstdOptions zstd;
+};
+
+struct ShrinkReport {
+  std::string input;
+  std::string output;
+  uint64_t input_file_bytes = 0;
+  uint64_t output_file_bytes = 0;   // exact, also for dry runs
+  uint64_t stored_before = 0;       // bytes in referenced input storages
+  uint64_t stored_after = 0;        // bytes in output storages
+  size_t tensors = 0;
+  size_t storages_before = 0;
+  size_t storages_after = 0;
+  // "KEY: N bytes -> A + B + ..." for each storage split or trimmed.
+  std::vector<std::string> changed_storages;
+  // "KEY: kept whole: N B unreferenced, less than splitting costs" for each
+  // storage with unreferenced bytes that splitting would not make smaller.
+  std::vector<std::string> kept_whole;
+  // A plain shrink whose rewrite would not be smaller than the input wrote
+  // the input's bytes unchanged (in place: left the input untouched).
+  bool copied_unchanged = false;
+  std::vector<std::string> unsafe_globals;  // carried through (keep_unsafe)
+  // Each tensor's name and logical bytes (numel x itemsize), in order.
+  std::vector<std::pair<std::string, uint64_t>> tensor_nbytes;
+  bool verified = false;         // verify ran and found every tensor equal
+  size_t verified_tensors = 0;   // verify: tensors compared
+  uint64_t verified_bytes = 0;   // verify: their logical bytes
+};
+
+// Shrinks the torch file `input` into `output` (a torch zip archive), which
+// may be the same path: the output is written to a temp file in its folder
+// and renamed over the target only when complete, so a failure at any point
+// leaves the target as it was. `output` "-" is standard output and "X.zst"
+// is compressed (io::OpenNamedOutput). Errors carry the path, record and
+// offset.
+Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                const ShrinkOptions& options);
+
+// Shrinks in one forward pass (shrink/stream.cc): `input` is read as
+// io::OpenNamedInput opens it ("-" standard input, "X.zst" decompressed),
+// `output` written as io::OpenNamedOutput opens it. For archives laid out as
+// torch writes them (torch/stream_checkpoint.h) the output is byte for byte
+// ShrinkFile's for the same input. kUnsupported, naming the record, for
+// inputs a single pass cannot rewrite: a storage record before data.pkl, or
+// storages in an order other than their output keys'. Offsets in .zst input
+// count decompressed bytes, and messages say so. What reached standard
+// output before an error stays written; a file output is left untouched.
+Result<ShrinkReport> ShrinkStream(Env* env, const std::string& input, const std::string& output,
+                                  const ShrinkOptions& options);
+
+// ShrinkStream from a source to a sink (nullptr for a dry run). `output` is
+// the output's name: the report's, and the top folder of legacy input's
+// output (StemOf).
+Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::string& output,
+                                    const ShrinkOptions& options);
+
+// The archive top folder for an output path, as torch.save names it: its
+// file name without the last extension ("pytorch_model" for
+// "a/pytorch_model.bin", "model.v2" for "model.v2.pt"); "archive" (what
+// torch.save names it for a file object) for "-", standard output, and
+// when nothing is left.
+std::string StemOf(const std::string& path);
+
+}  // namespace zerofold::shrink
+
+
+
+namespace zerofold::shrink {
+
+struct FolderReport {
+  std::vector<ShrinkReport> shards;
+  std::vector<std::string> copied;   // other files copied (config, tokenizer, ...)
+  std::string index;                 // index file written ("" when none)
+  uint64_t total_size = 0;           // the index's metadata.total_size
+  // With --part: every output shard, its part and what this run wrote
+  // (output::SelectPartFiles); empty paths without --part.
+  output::PartFiles parts;
+};
+
+// Shrinks a Hugging Face folder with pytorch_model.bin.index.json (and a
+// pytorch_model.bin beside it, if any), or with a single pytorch_model.bin,
+// into `output` (a folder, created if needed; may
+// be `input`, the same string, for in-place; kInvalidArgument if an output
+// file is an input file by another name, convert/convert.h RefuseInputTargets). Every shard is shrunk, one at a time, each
+// replaced atomically; the index keeps its weight_map and gets total_size =
+// the sum of the nbytes of every name in weight_map (tied names counted per
+// name); every other regular file is copied (not for in-place).
+// A folder without torch checkpoints but with model.safetensors.index.json
+// (or model.safetensors) is converted (convert): each safetensors shard is
+// written as the torch file transformers names alike
+// ("model-00001-of-00002.safetensors" -> "pytorch_model-00001-of-00002.bin"),
+// with pytorch_model.bin.index.json naming those files.
+// The copies come before the index, so a folder with an index is complete.
+// With `part` (output/parts.h), every shard is planned first (metadata only)
+// and the output shards divided by their planned bytes (SelectPartFiles).
+// kPart: only the part's shards, those present with their planned size
+// skipped unless `force` (with verify, checked as written ones are), no
+// index, nothing copied; kFinish: kCorrupt naming the first shard absent or
+// of another size (OUT is not created), else the copies and the index.
+Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
+                                  const ShrinkOptions& options, const output::PartSpec& part = {}, bool force = false);
+
+}  // namespace zerofold::shrink
+#endif  // ZEROFOLD_SHRINK_SHRINK_H_
