@@ -24,6 +24,7 @@ fi
 BUILD=${BUILD:-build}
 [ -d "$BUILD" ] || meson setup "$BUILD" -Dwerror=true >/dev/null
 meson compile -C "$BUILD"
+echo "--- install and build: ${SECONDS}s"
 
 passed=0; failed=0
 LOG=$(mktemp)
@@ -35,7 +36,7 @@ trap 'rm -f "$LOG"' EXIT
 run() {
   local name=$1; shift
   echo "=== $name"
-  local rc=0
+  local rc=0 start=$SECONDS
   "$@" 2>&1 | tee "$LOG" || rc=$?
   local p f
   if grep -q "^\[doctest\] test cases:" "$LOG"; then
@@ -53,7 +54,8 @@ run() {
   fi
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   passed=$((passed + p)); failed=$((failed + f))
-  if [ "$rc" -eq 0 ]; then echo "--- $name: ok ($p passed)"; else echo "--- $name: FAILED ($f failed)"; fi
+  local took=$((SECONDS - start))
+  if [ "$rc" -eq 0 ]; then echo "--- $name: ok ($p passed, ${took}s)"; else echo "--- $name: FAILED ($f failed, ${took}s)"; fi
 }
 
 run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
