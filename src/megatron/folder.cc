@@ -1,6 +1,5 @@
 #include "megatron/folder.h"
 
-#include <cstdio>
 #include <string_view>
 #include <utility>
 
