@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import shutil
-import statistics
 import struct
 import subprocess
 import sys
@@ -40,7 +39,7 @@ PY = "/usr/bin/python3"
 NEEDED_FREE = 13 * 10**9  # 5.3 GB of input, 3 outputs of 1.75 GB, margin
 
 sys.path.insert(0, HERE)
-from merge_bench import machine, run_measured, sync  # noqa: E402
+from merge_bench import machine, run_measured, summary_table, sync  # noqa: E402
 
 
 def safetensors_digests(path):
@@ -129,8 +128,6 @@ def main():
             sys.exit(f"peer and zerofold outputs differ: {diff[:5]}")
         print(f"peer output equals zerofold's: {len(ours)} tensors")
 
-        med = {n: (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for n, r in results.items()}
-        best = {n: min(w for w, _ in r) for n, r in results.items()}
         lines = [
             f"## merge: synthetic PyTorch Distributed Checkpoint, 8 ranks ({datetime.date.today().isoformat()})",
             "",
@@ -142,26 +139,10 @@ def main():
             f"{out_bytes / 1e9:.2f} GB ({summary['outputs'][0]['tensors']} tensors). "
             f"Medians of {args.rounds} alternating runs; inputs in the page cache for all three.",
             "",
-            "| run | median wall time (s) | best (s) | peak RSS (MiB) | median / floor's | best / floor's |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, label in (("zerofold", "zerofold merge --to safetensors (incl. fsync)"),
-                            ("floor", "floor: cat output + sync"),
-                            ("peer", "peer: full-size tensors + load_state_dict + save")):
-            w, m = med[name]
-            lines.append(f"| {label} | {w:.2f} | {best[name]:.2f} | {m / 2**20:.1f} | {w / med['floor'][0]:.2f}x | "
-                         f"{best[name] / best['floor']:.2f}x |")
-        lines += [
-            "",
-            f"zerofold vs floor: {med['zerofold'][0] / med['floor'][0]:.2f}x by medians, "
-            f"{best['zerofold'] / best['floor']:.2f}x by best runs (target <= 1.5x); "
-            f"peak RSS {med['zerofold'][1] / 2**20:.1f} MiB (target <= 64 MiB); "
-            f"peer / zerofold: {med['peer'][0] / med['zerofold'][0]:.1f}x time, "
-            f"{med['peer'][1] / med['zerofold'][1]:.0f}x memory. "
-            f"Every run: " + "; ".join(f"{n} " + ", ".join(f"{w:.2f} s/{m / 2**20:.0f} MiB" for w, m in r)
-                                        for n, r in results.items()) + ".",
-            "",
-        ]
+        ] + summary_table(results, (("zerofold", "zerofold merge --to safetensors (incl. fsync)"),
+                                    ("floor", "floor: cat output + sync"),
+                                    ("peer", "peer: full-size tensors + load_state_dict + save")),
+                          "<= 1.5x", "<= 64 MiB")
         text = "\n".join(lines)
         print(text)
         if not args.no_results:

@@ -84,6 +84,37 @@ print(len(a))
     return int(r.stdout.strip())
 
 
+def summary_table(results, labels, time_target, rss_target):
+    """The results table of a zerofold / floor / peer benchmark, and its ratios line.
+
+    results: name -> [(wall seconds, peak RSS bytes)] with names "zerofold", "floor", "peer";
+    labels: (name, label) in table order; the targets are texts ("<= 1.5x", "< 128 MiB").
+    Medians and best runs: interference from other jobs only ever slows a run down, so the
+    best run of each is the other estimate worth reporting."""
+    med = {n: (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for n, r in results.items()}
+    best = {n: min(w for w, _ in r) for n, r in results.items()}
+    lines = [
+        "| run | median wall time (s) | best (s) | peak RSS (MiB) | median / floor's | best / floor's |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, label in labels:
+        w, m = med[name]
+        lines.append(f"| {label} | {w:.2f} | {best[name]:.2f} | {m / 2**20:.1f} | {w / med['floor'][0]:.2f}x | "
+                     f"{best[name] / best['floor']:.2f}x |")
+    lines += [
+        "",
+        f"zerofold vs floor: {med['zerofold'][0] / med['floor'][0]:.2f}x by medians, "
+        f"{best['zerofold'] / best['floor']:.2f}x by best runs (target {time_target}); "
+        f"peak RSS {med['zerofold'][1] / 2**20:.1f} MiB (target {rss_target}); "
+        f"peer / zerofold: {med['peer'][0] / med['zerofold'][0]:.1f}x time, "
+        f"{med['peer'][1] / med['zerofold'][1]:.0f}x memory. "
+        f"Every run: " + "; ".join(f"{n} " + ", ".join(f"{w:.2f} s/{m / 2**20:.0f} MiB" for w, m in r)
+                                    for n, r in results.items()) + ".",
+        "",
+    ]
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -148,10 +179,6 @@ def main():
         compared = compare_outputs(os.path.join(zf_dir, "pytorch_model.bin"), peer_file)
         print(f"peer output equals zerofold's: {compared} names")
 
-        med = {n: (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for n, r in results.items()}
-        # Interference from other jobs only ever slows a run down: the best run
-        # of each is the other estimate worth reporting.
-        best = {n: min(w for w, _ in r) for n, r in results.items()}
         lines = [
             f"## merge: synthetic ZeRO-3, world size 4 ({datetime.date.today().isoformat()})",
             "",
@@ -165,25 +192,8 @@ def main():
             f"the tie kept). "
             f"Medians of {args.rounds} alternating runs; inputs in the page cache for all three.",
             "",
-            "| run | median wall time (s) | best (s) | peak RSS (MiB) | median / floor's | best / floor's |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, label in (("zerofold", "zerofold merge (incl. fsync)"), ("floor", "floor: cat output + sync"),
-                            ("peer", "peer: torch.load + cat + torch.save")):
-            w, m = med[name]
-            lines.append(f"| {label} | {w:.2f} | {best[name]:.2f} | {m / 2**20:.1f} | {w / med['floor'][0]:.2f}x | "
-                         f"{best[name] / best['floor']:.2f}x |")
-        lines += [
-            "",
-            f"zerofold vs floor: {med['zerofold'][0] / med['floor'][0]:.2f}x by medians, "
-            f"{best['zerofold'] / best['floor']:.2f}x by best runs (target <= 1.5x); "
-            f"peak RSS {med['zerofold'][1] / 2**20:.1f} MiB (target < 128 MiB); "
-            f"peer / zerofold: {med['peer'][0] / med['zerofold'][0]:.1f}x time, "
-            f"{med['peer'][1] / med['zerofold'][1]:.0f}x memory. "
-            f"Every run: " + "; ".join(f"{n} " + ", ".join(f"{w:.2f} s/{m / 2**20:.0f} MiB" for w, m in r)
-                                        for n, r in results.items()) + ".",
-            "",
-        ]
+        ] + summary_table(results, (("zerofold", "zerofold merge (incl. fsync)"), ("floor", "floor: cat output + sync"),
+                                    ("peer", "peer: torch.load + cat + torch.save")), "<= 1.5x", "< 128 MiB")
         text = "\n".join(lines)
         print(text)
         if not args.no_results:

@@ -304,7 +304,7 @@ ZF_EXPORT zf_code zf_merge_options_set_part(zf_merge_options* options, const cha
  * or move. */
 typedef struct zf_merge_report {
   int32_t zero_stage;        /* 1, 2 or 3; 0 for a Distributed Checkpoint */
-  uint32_t world_size;       /* data-parallel ranks; DCP: the data files read */
+  uint32_t world_size;       /* data-parallel ranks; DCP, Megatron: the data files read */
   uint64_t output_files;     /* checkpoint files written; the index not counted */
   uint64_t output_bytes;     /* their bytes, exact also for dry runs */
   uint64_t tensor_bytes;     /* tensor data bytes written */

@@ -16,7 +16,7 @@ namespace {
 // A part's report counts the part's files (output::PartFiles), other runs every file.
 void Fill(const merge::MergeReport& r, const output::PartSpec& part, zf_merge_report* report) {
   report->zero_stage = r.plan.zero_stage;
-  report->world_size = r.kind == merge::CheckpointKind::kDcp ? static_cast<uint32_t>(r.gather.sources.size())
+  report->world_size = r.kind != merge::CheckpointKind::kZero ? static_cast<uint32_t>(r.gather.sources.size())
                                                            : r.plan.world_size;
   for (size_t k = 0; k < r.files.size(); ++k) {
     if (part.kind == output::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;

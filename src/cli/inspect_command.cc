@@ -12,6 +12,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "dcp/listing.h"
+#include "megatron/inspect.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
@@ -42,6 +43,12 @@ constexpr const char* kInspectHelp =
     "pytorch_model_fsdp_0/): every key with dtype, global shape, chunk count\n"
     "and files, the non-tensor keys, and tensor bytes per group (model\n"
     "weights, optimizer, lr_scheduler, dataloader, train_state).\n"
+    "A Megatron-Core / NeMo 2 torch_dist checkpoint (the folder, a Megatron-LM\n"
+    "save folder with latest_checkpointed_iteration.txt, or a NeMo 2 folder\n"
+    "with weights/) adds which Megatron-Core wrote it, the iteration, the\n"
+    "training arguments that shape the model (common.pt, read as data), the\n"
+    "stacked and N-D flattened keys, the optimizer's form, and what `zerofold\n"
+    "merge` would write (weights, --unstack, --select optimizer) or why not.\n"
     "Or a DeepSpeed checkpoint folder (`latest` or `latest_universal` and tag\n"
     "folders, or a tag folder): described as a whole (stage, world size,\n"
     "optimizer, dtypes, counts, bytes of fp32 masters, optimizer state and\n"
@@ -135,6 +142,55 @@ std::string Joined(const std::vector<std::string>& v) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
   return out.empty() ? "-" : out;
+}
+
+std::string OutlookText(const megatron::MergeOutlook& o) {
+  if (o.mergeable) return std::to_string(o.tensors) + " tensors, " + HumanBytes(o.bytes);
+  return "refuses: " + Shown(o.refusal.ToString());
+}
+
+void PrintMegatron(const megatron::Inspection& i) {
+  std::string where = megatron::LayoutName(i.folder.layout);
+  if (!i.folder.iteration_folder.empty())
+    where += ", " + Shown(i.folder.iteration_folder) + " (tracker: " + Shown(i.folder.tracker) + ")";
+  std::printf("%s (Megatron-Core torch_dist checkpoint, %s)\n", Shown(i.folder.checkpoint).c_str(), where.c_str());
+  std::printf("  torch_dist folder  %s\n", Shown(i.folder.torch_dist).c_str());
+  std::printf("  written by         Megatron-Core %s (.metadata root %s%s, %zu local plans%s%s)\n",
+              i.core_version.empty() ? "?" : i.core_version.c_str(), i.metadata_root.c_str(),
+              i.has_mcore_data ? ", mcore_data" : "", i.local_plans, i.local_plan_class.empty() ? "" : " of ",
+              i.local_plan_class.c_str());
+  const megatron::CommonState& c = i.common;
+  std::printf("  iteration          %s\n", c.iteration ? std::to_string(*c.iteration).c_str() : "not recorded");
+  if (c.checkpoint_version) std::printf("  checkpoint version %g\n", *c.checkpoint_version);
+  for (const auto& [name, value] : c.args) {
+    json::Writer w = model::NewJsonWriter();
+    w.Write(value);
+    Result<std::string> text = w.Finish();
+    std::printf("  %-36s %s\n", name.c_str(), text.ok() ? Shown(*text).c_str() : "?");
+  }
+  for (const auto& [name, value] : c.content_metadata) {
+    json::Writer w = model::NewJsonWriter();
+    w.Write(value);
+    Result<std::string> text = w.Finish();
+    std::printf("  content_metadata.%-19s %s\n", Shown(name).c_str(), text.ok() ? Shown(*text).c_str() : "?");
+  }
+  if (!c.unsafe_globals.empty())
+    std::printf("  common.pt names globals torch.load would run (never run here): %s\n",
+                Shown(Joined(c.unsafe_globals)).c_str());
+  std::printf("  optimizer          %s, %zu tensors, %s\n", megatron::OptimizerFormName(i.optimizer),
+              i.optimizer_tensors, HumanBytes(i.optimizer_bytes).c_str());
+  for (const megatron::StackedKey& s : i.stacked) {
+    std::string text = s.layers ? std::to_string(s.layers) + " layers" : "";
+    if (s.experts) text += (text.empty() ? "" : " x ") + std::to_string(s.experts) + " experts";
+    std::printf("  stacked  %s  %s\n", Shown(s.key).c_str(), text.c_str());
+  }
+  for (const megatron::NdKey& n : i.nd)
+    std::printf("  N-D flattened  %s  %s -> %s\n", Shown(n.key).c_str(), Dims(n.stored).c_str(), Dims(n.original).c_str());
+  std::printf("  merge: weights %s; --unstack %s", OutlookText(i.weights).c_str(), OutlookText(i.unstacked).c_str());
+  if (i.optimizer != megatron::OptimizerForm::kNone)
+    std::printf("; --select optimizer %s", OutlookText(i.optimizer_merge).c_str());
+  std::printf("\n");
+  PrintDcp(i.listing);
 }
 
 void PrintZero(const zero::ZeroInspection& z) {
@@ -239,24 +295,27 @@ int RunInspect(const std::vector<std::string>& argv) {
   model::JsonFiles json_files;
   bool first = true;
   for (const std::string& path : args.positionals) {
-    Result<std::optional<dcp::Listing>> dcp_listing = dcp::ListDcpPath(env, path, options.torch);
-    if (!dcp_listing.ok()) {
-      PrintError(dcp_listing.status());
-      worst = std::max(worst, ExitCodeFor(dcp_listing.status()));
-      json_files.AddError(path, dcp_listing.status());
-      continue;
-    }
-    if (*dcp_listing) {
-      const dcp::Listing& l = **dcp_listing;
+    // A folder of one of the two kinds read through .metadata: shown when
+    // `found` says it is (or failed reading as it), true then.
+    auto show = [&](const auto& found, const auto& print, const auto& write) {
+      if (!found.ok()) {
+        PrintError(found.status());
+        worst = std::max(worst, ExitCodeFor(found.status()));
+        json_files.AddError(path, found.status());
+        return true;
+      }
+      if (!*found) return false;
       if (as_json) {
-        json_files.AddWith([&](json::Writer& w) { dcp::WriteListingJson(w, l); });
+        json_files.AddWith([&](json::Writer& w) { write(w, **found); });
       } else {
         if (!first) std::printf("\n");
         first = false;
-        PrintDcp(l);
+        print(**found);
       }
-      continue;
-    }
+      return true;
+    };
+    if (show(megatron::InspectPath(env, path, options.torch), PrintMegatron, megatron::WriteInspectionJson)) continue;
+    if (show(dcp::ListDcpPath(env, path, options.torch), PrintDcp, dcp::WriteListingJson)) continue;
     if (zero::IsDeepSpeedFolder(env, path)) {
       Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, path, options.torch);
       if (!z.ok()) {

@@ -12,6 +12,8 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "megatron/folder.h"
+#include "megatron/merge.h"
 #include "merge/merge.h"
 #include "model/listing_json.h"
 #include "shrink/cast.h"
@@ -34,6 +36,18 @@ constexpr const char* kMergeHelp =
     "(counted), non-tensor values too, and a single top-level `model.` prefix\n"
     "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
     "named relative to it.\n"
+    "\n"
+    "A Megatron-Core / NeMo 2 torch_dist checkpoint (metadata.json naming the\n"
+    "torch_dist backend beside .metadata, common.pt and *.distcp; or a\n"
+    "Megatron-LM save folder with latest_checkpointed_iteration.txt and\n"
+    "iter_NNNNNNN/, --tag picking another iteration; or a NeMo 2 checkpoint\n"
+    "with weights/) merges the same way, with Megatron's names: by default\n"
+    "every tensor key but optimizer.* (ShardedObjects, _extra_state and RNG\n"
+    "state are bytes, left out); --select optimizer the optimizer state\n"
+    "(N-D flattened keys back in their parameter's shape; the distributed\n"
+    "optimizer's dp_reshardable buffers are refused); --unstack splits the\n"
+    "stacked decoder.layers.X [L, ...] into decoder.layers.<i>.X and stacked\n"
+    "...mlp.experts.experts.X [E, ...] into ...experts.<e>.X.\n"
     "\n"
     "Or rebuilds the full model from a DeepSpeed ZeRO stage 0, 1, 2 or 3 or a\n"
     "universal checkpoint (ds_to_universal.py),\n"
@@ -73,15 +87,17 @@ constexpr const char* kMergeHelp =
     "  zerofold merge --only 'transformer.h.0.*' ckpt/ part.bin\n"
     "  zerofold merge --to safetensors fsdp_ckpt/ out/   # a DCP folder\n"
     "  zerofold merge --select optimizer.state fsdp_ckpt/ adam.safetensors\n"
+    "  zerofold merge --unstack --to safetensors megatron_ckpt/ out/\n"
     "  zerofold merge --part 0/4 ckpt/ out/ && ... && zerofold merge --part finish ckpt/ out/\n"
     "\n"
     "flags:\n";
 
 const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
-    {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
+    {"tag", true, "the tag folder to merge (default: the one `latest` names); Megatron-LM: the iteration (10, release)", "TAG"},
     {"dtype", true, "dtype of every floating tensor: float32, float16, bfloat16 (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
-    {"select", true, "DCP: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
+    {"select", true, "DCP, Megatron: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
+    {"unstack", false, "Megatron: split stacked layers and experts into Megatron's per-layer, per-expert names"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
@@ -140,10 +156,20 @@ std::string LeftOutText(const merge::MergeReport& r) {
   return text;
 }
 
+std::string MegatronText(const merge::MergeReport& r) {
+  std::string text = "Megatron-Core torch_dist, " + std::string(megatron::LayoutName(r.megatron.layout));
+  if (!r.core_version.empty()) text += ", core " + r.core_version;
+  if (!r.megatron.iteration_folder.empty()) text += ", " + r.megatron.iteration_folder;
+  return text;
+}
+
 void PrintDcpPlan(const merge::MergeReport& r) {
-  std::printf("%s: PyTorch Distributed Checkpoint (%s layout%s%s), %zu files\n", r.dcp_folder.c_str(),
-              r.dcp_schema_2x ? "torch 2.x" : "torch 1.13", r.dcp_version.empty() ? "" : ", version ",
-              r.dcp_version.c_str(), r.gather.sources.size());
+  if (r.kind == merge::CheckpointKind::kMegatron)
+    std::printf("%s: %s, %zu files\n", r.dcp_folder.c_str(), MegatronText(r).c_str(), r.gather.sources.size());
+  else
+    std::printf("%s: PyTorch Distributed Checkpoint (%s layout%s%s), %zu files\n", r.dcp_folder.c_str(),
+                r.dcp_schema_2x ? "torch 2.x" : "torch 1.13", r.dcp_version.empty() ? "" : ", version ",
+                r.dcp_version.c_str(), r.gather.sources.size());
   for (const merge::MergeOutputFile& f : r.files) {
     std::printf("%s (%s, %zu tensors):\n", f.path.c_str(), HumanBytes(f.bytes).c_str(), f.entries.size());
     for (size_t i : f.entries) {
@@ -158,7 +184,7 @@ void PrintDcpPlan(const merge::MergeReport& r) {
 }
 
 void PrintPlan(const merge::MergeReport& r) {
-  if (r.kind == merge::CheckpointKind::kDcp) return PrintDcpPlan(r);
+  if (r.kind != merge::CheckpointKind::kZero) return PrintDcpPlan(r);
   std::printf("%s: %s, DeepSpeed %s\n", r.tag_folder.c_str(), StageText(r).c_str(),
               r.ds_version.empty() ? "?" : r.ds_version.c_str());
   for (const merge::MergeOutputFile& f : r.files) {
@@ -181,10 +207,13 @@ void PrintPlan(const merge::MergeReport& r) {
 }
 
 void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_run) {
-  if (r.kind == merge::CheckpointKind::kDcp) {
+  if (r.kind != merge::CheckpointKind::kZero) {
     std::string left = LeftOutText(r);
-    std::printf("%s (DCP, %zu files) -> %s: %zu tensors%s; left out: %s%s%zu non-tensor; %s in %zu file%s%s\n",
-                r.checkpoint.c_str(), r.gather.sources.size(), out.c_str(), r.layout.entries.size(),
+    std::string kind = r.kind == merge::CheckpointKind::kDcp ? "DCP" : MegatronText(r);
+    if (r.nd_restored) kind += ", " + std::to_string(r.nd_restored) + " N-D flattened reshaped";
+    if (r.unstacked_keys) kind += ", " + std::to_string(r.unstacked_keys) + " stacked keys split";
+    std::printf("%s (%s, %zu files) -> %s: %zu tensors%s; left out: %s%s%zu non-tensor; %s in %zu file%s%s\n",
+                r.checkpoint.c_str(), kind.c_str(), r.gather.sources.size(), out.c_str(), r.layout.entries.size(),
                 r.selection.stripped_model_prefix ? " ('model.' stripped)" : "", left.c_str(), left.empty() ? "" : ", ",
                 r.selection.non_tensor, HumanBytes(r.tensor_bytes).c_str(), r.files.size(),
                 r.files.size() == 1 ? "" : "s", dry_run ? " [dry run]" : "");
@@ -204,12 +233,32 @@ void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_
 
 void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const output::PartSpec& part,
                const std::vector<std::string>& removed_temps) {
-  const bool dcp = r.kind == merge::CheckpointKind::kDcp;
+  const bool dcp = r.kind != merge::CheckpointKind::kZero;
+  const bool megatron = r.kind == merge::CheckpointKind::kMegatron;
   w.BeginObject();
   w.Key("checkpoint");
   w.String(r.checkpoint);
   w.Key("kind");
-  w.String(dcp ? "dcp" : "zero");
+  w.String(megatron ? "megatron" : dcp ? "dcp" : "zero");
+  if (megatron) {
+    w.Key("megatron");
+    w.BeginObject();
+    w.Key("layout");
+    w.String(megatron::LayoutName(r.megatron.layout));
+    w.Key("torch_dist_folder");
+    w.String(r.megatron.torch_dist);
+    w.Key("iteration_folder");
+    w.String(r.megatron.iteration_folder);
+    w.Key("core_version");
+    w.String(r.core_version);
+    w.Key("optimizer_form");
+    w.String(megatron::OptimizerFormName(r.optimizer));
+    w.Key("nd_restored");
+    w.Uint(r.nd_restored);
+    w.Key("unstacked_keys");
+    w.Uint(r.unstacked_keys);
+    w.EndObject();
+  }
   if (dcp) {
     w.Key("dcp_folder");
     w.String(r.dcp_folder);
@@ -383,6 +432,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   }
   options.exclude_frozen = args.Has("exclude-frozen");
   options.select = args.Value("select");
+  options.unstack = args.Has("unstack");
   if (auto v = args.Value("only")) {
     options.only = SplitCommas(*v);
     if (options.only.empty()) return UsageError("merge", "--only needs a pattern");

@@ -71,6 +71,11 @@ void WriteListingJson(json::Writer& w, const Listing& l) {
   w.String(l.path);
   w.Key("format");
   w.String("dcp");
+  WriteListingFields(w, l);
+  w.EndObject();
+}
+
+void WriteListingFields(json::Writer& w, const Listing& l) {
   w.Key("layout");
   w.String(l.safetensors_form ? "safetensors" : l.schema_2x ? "torch 2.x" : "torch 1.13");
   w.Key("version");
@@ -126,7 +131,6 @@ void WriteListingJson(json::Writer& w, const Listing& l) {
   w.EndArray();
   w.Key("tensor_bytes");
   w.Uint(l.tensor_bytes);
-  w.EndObject();
 }
 
 }  // namespace zerofold::dcp

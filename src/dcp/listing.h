@@ -59,6 +59,10 @@ Result<std::optional<Listing>> ListDcpPath(Env* env, const std::string& path, co
 //  "data_files":[...], "tensor_bytes":N}: an element of inspect's "files".
 void WriteListingJson(json::Writer& w, const Listing& l);
 
+// The members of that object after "path" and "format", for a caller
+// that writes its own object around them (megatron/inspect.h).
+void WriteListingFields(json::Writer& w, const Listing& l);
+
 }  // namespace zerofold::dcp
 
 #endif  // ZEROFOLD_DCP_LISTING_H_

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <utility>
 
+#include "model/graph_children.h"
 #include "torch/checkpoint.h"
 
 namespace zerofold::dcp {
@@ -20,6 +21,13 @@ constexpr std::string_view kMeta2 = "torch.distributed.checkpoint.metadata";
 constexpr std::string_view kFs113 = "torch.distributed._shard.checkpoint.filesystem";
 constexpr std::string_view kFs2 = "torch.distributed.checkpoint.filesystem";
 constexpr std::string_view kShardMeta = "torch.distributed._shard.sharded_tensor.metadata";
+// Megatron-Core's additions (megatron/README's format facts).
+constexpr std::string_view kPlanner = "torch.distributed.checkpoint.planner";
+constexpr std::string_view kMcoreTorch = "megatron.core.dist_checkpointing.strategies.torch";
+constexpr std::string_view kMcoreRoot = "MCoreMetadata";
+constexpr std::string_view kMcoreDataField = "mcore_data";
+constexpr std::string_view kLocalPlansField = "all_local_plans";
+constexpr std::string_view kNdShapeField = "nd_reformulated_orig_global_shape";
 
 // torch 1.12's schema: ShardedTensorStorageMetadata, storage_key fields.
 constexpr std::string_view kOldSchemaClass = "ShardedTensorStorageMetadata";
@@ -42,8 +50,24 @@ bool AllowedGlobal(std::string_view module, std::string_view name) {
   return false;
 }
 
-bool IsEnumClass(const Graph& g, NodeId id) {
-  return g.IsGlobal(id, kShardMeta, "MEM_FORMAT_ENCODING") || g.IsGlobal(id, kMeta2, "_MEM_FORMAT_ENCODING");
+// The save planner's classes: data inside mcore_data and all_local_plans.
+bool PlannerGlobal(std::string_view module, std::string_view name) {
+  if (module == kPlanner)
+    return name == "SavePlan" || name == "WriteItem" || name == "WriteItemType" || name == "TensorWriteData";
+  return module == kMcoreTorch && name == "MCoreSavePlan";
+}
+
+bool IsEnumClass(const Graph& g, NodeId id, bool in_plans) {
+  return g.IsGlobal(id, kShardMeta, "MEM_FORMAT_ENCODING") || g.IsGlobal(id, kMeta2, "_MEM_FORMAT_ENCODING") ||
+         (in_plans && g.IsGlobal(id, kPlanner, "WriteItemType"));
+}
+
+std::string GlobalText(const Graph& g, NodeId id) {
+  return std::string(g.GlobalModule(id)) + "." + std::string(g.GlobalName(id));
+}
+
+void AddOnce(std::string* list, const std::string& name) {
+  if (list->find(name) == std::string::npos) *list += (list->empty() ? "" : ", ") + name;
 }
 
 Status Bad(std::string why) { return Status::Corrupt(std::move(why)).WithRecord(kRecord); }
@@ -52,32 +76,39 @@ class Interpreter {
  public:
   explicit Interpreter(const Graph& g) : g_(g) {}
 
-  // Refuses every global outside the schema, the 1.12 schema, and any
-  // getattr but on the memory-format enum.
-  Status CheckGlobals() {
-    std::string unknown;
+  // Refuses every global outside the schema, the 1.12 schema, a planner
+  // class outside the Megatron subtrees, and any getattr but on an enum.
+  Status CheckGlobals(NodeId root) {
+    MarkRegions(root);
+    std::string unknown, misplaced;
+    bool bad_getattr = false;
     for (NodeId id = 0; id < g_.size(); ++id) {
+      const bool in_plans = region_[id] == Region::kPlans;
       if (g_.kind(id) == Kind::kGlobal) {
         std::string_view m = g_.GlobalModule(id), n = g_.GlobalName(id);
         if (n == kOldSchemaClass)
           return Status::Unsupported("torch 1.12's checkpoint schema (" + std::string(m) + "." + std::string(n) +
                                      "): re-save with torch >= 1.13")
               .WithRecord(kRecord);
-        if (!AllowedGlobal(m, n) && unknown.find(std::string(m) + "." + std::string(n)) == std::string::npos)
-          unknown += (unknown.empty() ? "" : ", ") + std::string(m) + "." + std::string(n);
-      } else if (g_.kind(id) == Kind::kObject) {
-        const pickle::ObjectData& o = g_.Object(id);
-        if (g_.IsGlobal(o.callable, "builtins", "getattr")) {
-          std::span<const NodeId> args = TupleItems(o.args);
-          if (args.size() != 2 || !IsEnumClass(g_, args[0]) || g_.kind(args[1]) != Kind::kStr)
-            return Status::Unsafe("builtins.getattr on something other than the memory-format enum")
-                .WithRecord(kRecord);
-        }
+        if (AllowedGlobal(m, n) || (in_plans && PlannerGlobal(m, n))) continue;
+        if (region_[id] == Region::kRootClass && m == kMcoreTorch && n == kMcoreRoot) continue;
+        AddOnce(PlannerGlobal(m, n) ? &misplaced : &unknown, GlobalText(g_, id));
+      } else if (g_.kind(id) == Kind::kObject && g_.IsGlobal(g_.Object(id).callable, "builtins", "getattr")) {
+        std::span<const NodeId> args = TupleItems(g_.Object(id).args);
+        bad_getattr |= args.size() != 2 || !IsEnumClass(g_, args[0], in_plans) || g_.kind(args[1]) != Kind::kStr ||
+                       g_.AsStr(args[1]).empty() || g_.AsStr(args[1])[0] == '_';
       }
     }
     if (!unknown.empty())
       return Status::Unsafe("pickle references globals outside the DCP metadata schema: " + unknown +
                             " (not executed)")
+          .WithRecord(kRecord);
+    if (!misplaced.empty())
+      return Status::Unsafe("pickle references " + misplaced + " outside " + std::string(kMcoreDataField) + " and " +
+                            std::string(kLocalPlansField) + ", the only places Megatron-Core stores save plans")
+          .WithRecord(kRecord);
+    if (bad_getattr)
+      return Status::Unsafe("builtins.getattr on something other than a member of the metadata's enums")
           .WithRecord(kRecord);
     return Status::OK();
   }
@@ -85,11 +116,17 @@ class Interpreter {
   Result<Metadata> Read(NodeId root) {
     Metadata md;
     std::string_view module;
-    ZF_ASSIGN_OR_RETURN(module, ClassModule(root, "Metadata"));
-    if (!IsMetaModule(module))
-      return Status::Unsupported("the pickle's root is no DCP Metadata").WithRecord(kRecord);
-    md.schema_2x = module == kMeta2;
+    md.mcore_metadata_root = IsMcoreRoot(root);
+    if (md.mcore_metadata_root) {
+      md.schema_2x = true;
+    } else {
+      ZF_ASSIGN_OR_RETURN(module, ClassModule(root, "Metadata"));
+      if (!IsMetaModule(module))
+        return Status::Unsupported("the pickle's root is no DCP Metadata").WithRecord(kRecord);
+      md.schema_2x = module == kMeta2;
+    }
     ZF_ASSIGN_OR_RETURN(Fields f, FieldsOf(root, "Metadata"));
+    ZF_TRY(ReadMegatronFields(f, &md));
     NodeId sdm = f.Get("state_dict_metadata");
     NodeId sd = f.Get("storage_data");
     NodeId version = f.Get("version");
@@ -109,6 +146,93 @@ class Interpreter {
   }
 
  private:
+  // Where a node sits: reached from the root outside the Megatron subtrees
+  // (or not at all: judged as strictly), only through them, or only as the
+  // root's class.
+  enum class Region : uint8_t { kSchema, kPlans, kRootClass };
+
+  bool IsMcoreRoot(NodeId root) const {
+    return root != kNoNode && g_.kind(root) == Kind::kObject && g_.IsGlobal(g_.Object(root).callable, kMcoreTorch, kMcoreRoot);
+  }
+
+  // The root's BUILD dict entries, flattened (none when it has no dict).
+  std::vector<NodeId> RootStateEntries(NodeId root) const {
+    std::vector<NodeId> out;
+    if (root == kNoNode || g_.kind(root) != Kind::kObject) return out;
+    NodeId state = g_.Object(root).state;
+    if (state == kNoNode) return out;
+    std::vector<NodeId> dicts;
+    if (g_.kind(state) == Kind::kDict) dicts.push_back(state);
+    if (g_.kind(state) == Kind::kTuple)
+      for (NodeId d : g_.Items(state))
+        if (g_.kind(d) == Kind::kDict) dicts.push_back(d);
+    for (NodeId d : dicts)
+      for (NodeId e : g_.Items(d)) out.push_back(e);
+    return out;
+  }
+
+  // Fills region_: a walk from the root that does not enter the values of
+  // the root's mcore_data and all_local_plans fields (nor the root's class)
+  // marks kSchema; a walk from those values marks what it reaches besides
+  // as kPlans. Both walks are iterative (no recursion on hostile depth).
+  void MarkRegions(NodeId root) {
+    region_.assign(g_.size(), Region::kSchema);
+    if (root == kNoNode) return;
+    std::vector<bool> seen(g_.size(), false);
+    std::vector<NodeId> subtrees;
+    std::vector<NodeId> stack;
+    auto push = [&](NodeId n) {
+      if (n != kNoNode && !seen[n]) {
+        seen[n] = true;
+        stack.push_back(n);
+      }
+    };
+    // The root and its state dicts by hand: their fields are where the
+    // subtrees hang.
+    seen[root] = true;
+    const pickle::ObjectData* ro = g_.kind(root) == Kind::kObject ? &g_.Object(root) : nullptr;
+    NodeId root_class = ro ? ro->callable : kNoNode;
+    const std::vector<NodeId> entries = RootStateEntries(root);
+    if (ro) {
+      for (NodeId c : {ro->args, ro->kwargs}) push(c);
+      for (NodeId c : ro->list_items) push(c);
+      for (NodeId c : ro->dict_items) push(c);
+      NodeId state = ro->state;
+      if (state != kNoNode && !seen[state]) {
+        seen[state] = true;
+        if (g_.kind(state) == Kind::kTuple)
+          for (NodeId d : g_.Items(state))
+            if (g_.kind(d) == Kind::kDict) seen[d] = true;
+            else push(d);
+        else if (g_.kind(state) != Kind::kDict) push(state);
+      }
+      for (size_t i = 0; i + 1 < entries.size(); i += 2) {
+        push(entries[i]);
+        const bool subtree = g_.kind(entries[i]) == Kind::kStr &&
+                             (g_.AsStr(entries[i]) == kMcoreDataField || g_.AsStr(entries[i]) == kLocalPlansField);
+        if (subtree) subtrees.push_back(entries[i + 1]);
+        else push(entries[i + 1]);
+      }
+    } else {
+      model::ForEachChild(g_, root, push);
+    }
+    while (!stack.empty()) {
+      NodeId n = stack.back();
+      stack.pop_back();
+      model::ForEachChild(g_, n, push);
+    }
+    std::vector<bool> outside = seen;
+    for (NodeId s : subtrees) push(s);
+    while (!stack.empty()) {
+      NodeId n = stack.back();
+      stack.pop_back();
+      model::ForEachChild(g_, n, push);
+    }
+    for (NodeId id = 0; id < g_.size(); ++id)
+      if (seen[id] && !outside[id]) region_[id] = Region::kPlans;
+    if (root_class != kNoNode && !outside[root_class] && !seen[root_class]) region_[root_class] = Region::kRootClass;
+  }
+
   struct Fields {
     std::vector<std::pair<std::string_view, NodeId>> items;
     NodeId Get(std::string_view name) const {
@@ -117,6 +241,10 @@ class Interpreter {
       return kNoNode;
     }
   };
+
+  // mcore_data (nd_reformulated_orig_global_shape per key) and the count
+  // and class of all_local_plans.
+  Status ReadMegatronFields(const Fields& f, Metadata* md);
 
   std::span<const NodeId> TupleItems(NodeId id) const {
     if (id == kNoNode || (g_.kind(id) != Kind::kTuple && g_.kind(id) != Kind::kList)) return {};
@@ -292,7 +420,36 @@ class Interpreter {
   }
 
   const Graph& g_;
+  std::vector<Region> region_;
 };
+
+Status Interpreter::ReadMegatronFields(const Fields& f, Metadata* md) {
+  NodeId data = f.Get(kMcoreDataField);
+  if (data != kNoNode && g_.kind(data) != Kind::kNone) {
+    md->has_mcore_data = true;
+    ZF_ASSIGN_OR_RETURN(std::span<const NodeId> items, DictItems(data, kMcoreDataField));
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      ZF_ASSIGN_OR_RETURN(std::string key, Str(items[i], "a mcore_data key"));
+      ZF_ASSIGN_OR_RETURN(std::span<const NodeId> fields, DictItems(items[i + 1], "mcore_data['" + key + "']"));
+      for (size_t k = 0; k + 1 < fields.size(); k += 2) {
+        if (g_.kind(fields[k]) != Kind::kStr || g_.AsStr(fields[k]) != kNdShapeField) continue;
+        ZF_ASSIGN_OR_RETURN(std::vector<int64_t> shape, Ints(fields[k + 1], key + ": " + std::string(kNdShapeField)));
+        md->nd_reformulated.emplace_back(key, std::move(shape));
+      }
+    }
+  }
+  NodeId plans = f.Get(kLocalPlansField);
+  if (plans != kNoNode && g_.kind(plans) != Kind::kNone) {
+    if (g_.kind(plans) != Kind::kList && g_.kind(plans) != Kind::kTuple) return Bad("all_local_plans is no list");
+    md->local_plans = g_.Items(plans).size();
+    if (md->local_plans > 0) {
+      NodeId first = g_.Items(plans)[0];
+      if (g_.kind(first) == Kind::kObject && g_.kind(g_.Object(first).callable) == Kind::kGlobal)
+        md->local_plan_class = std::string(g_.GlobalName(g_.Object(first).callable));
+    }
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -300,7 +457,7 @@ Result<Metadata> ReadMetadata(std::span<const std::byte> bytes, const pickle::De
   Result<pickle::Decoded> decoded = pickle::Decode(bytes, 0, limits);
   if (!decoded.ok()) return Status(decoded.status()).WithRecord(kRecord);
   Interpreter in(decoded->graph);
-  ZF_TRY(in.CheckGlobals());
+  ZF_TRY(in.CheckGlobals(decoded->root));
   return in.Read(decoded->root);
 }
 

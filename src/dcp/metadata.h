@@ -17,8 +17,19 @@
 //   and torch.Size, torch.<dtype>, torch.serialization._get_layout,
 //   builtins.getattr (Python 3.11's enum members), collections.OrderedDict,
 //   pathlib PosixPath (StorageMeta.checkpoint_id).
+// Megatron-Core's torch_dist `.metadata` (megatron/ reads the rest of its
+// folder) adds, to a root that may also be
+// megatron.core.dist_checkpointing.strategies.torch.MCoreMetadata (core
+// 0.15), the fields `mcore_data` (a dict of dicts) and `all_local_plans`
+// (a list of save plans). Inside those two subtrees only (nodes reached
+// from the root through nothing else) the planner's dataclasses and enum
+// are inert data too: torch.distributed.checkpoint.planner.{SavePlan,
+// WriteItem, WriteItemType, TensorWriteData} and that module's
+// MCoreSavePlan; anywhere else they are refused like any global.
 // Every other global is refused (kUnsafe, naming it): nothing in a
-// checkpoint's metadata needs one. torch 1.12's older schema
+// checkpoint's metadata needs one. builtins.getattr is accepted only as
+// Python 3.11 pickles an enum member: on the memory-format enum (or
+// WriteItemType inside those subtrees) and a name not starting with `_`. torch 1.12's older schema
 // (ShardedTensorStorageMetadata, `storage_key` fields) is kUnsupported.
 #ifndef ZEROFOLD_DCP_METADATA_H_
 #define ZEROFOLD_DCP_METADATA_H_
@@ -27,6 +38,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pickle/decoder.h"
@@ -75,15 +87,26 @@ struct Metadata {
   std::string version;               // Metadata.version (2.4+), "" when absent
   bool schema_2x = false;            // torch.distributed.checkpoint module paths
   bool safetensors_form = false;     // read from the shards' headers (dcp/hf_form.h), no .metadata
+
+  // Megatron-Core's additions, as read (see above); all unset for torch's own.
+  bool mcore_metadata_root = false;  // the root is MCoreMetadata
+  bool has_mcore_data = false;       // the root has a `mcore_data` field
+  // mcore_data keys holding `nd_reformulated_orig_global_shape`, with it,
+  // in mcore_data's order.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> nd_reformulated;
+  size_t local_plans = 0;            // items of `all_local_plans`
+  std::string local_plan_class;      // the first plan's class ("SavePlan", "MCoreSavePlan")
 };
 
 // Interprets `bytes` (the whole .metadata file). Errors (record
 // ".metadata"; offset where the pickle decoder knows it):
-//   kUnsafe       a global outside the schema (named in the message);
+//   kUnsafe       a global outside the schema (named in the message), a
+//                 planner class outside mcore_data and all_local_plans;
 //   kUnsupported  torch 1.12's schema;
 //   kCorrupt      the decoder's errors; a root that is no Metadata; a field
 //                 of the wrong type or shape
-//                 (naming the key), a dtype torch has no name for;
+//                 (naming the key), a dtype torch has no name for, an
+//                 nd_reformulated_orig_global_shape that is no int tuple;
 //   kLimit        a decoder limit.
 Result<Metadata> ReadMetadata(std::span<const std::byte> bytes, const pickle::DecodeLimits& limits = {});
 

@@ -4,6 +4,8 @@
 
 #include "dcp/folder.h"
 #include "dcp/merge.h"
+#include "megatron/folder.h"
+#include "megatron/merge.h"
 #include "zero/merge.h"
 
 namespace zerofold::merge {
@@ -21,12 +23,28 @@ Status WritePlanned(Env* env, const std::string& out, const gather::OutputTarget
   return written;
 }
 
+// Takes a DCP-planned merge (dcp::PlannedMerge, megatron::PlannedMerge:
+// the selection, inputs, gather plan and layout) into the report and
+// writes it, while `m`'s open sources are alive.
+template <typename Planned>
+Status WriteDcpPlanned(Env* env, Planned& m, const std::string& out, const gather::OutputTarget& target,
+                       const MergeOptions& options, MergeReport* report) {
+  report->selection = std::move(m.selection);
+  report->input_files = std::move(m.input_files);
+  report->gather = std::move(m.gather);
+  report->layout = std::move(m.layout);
+  report->params = report->layout.entries.size();
+  return WritePlanned(env, out, target, options, report);
+}
+
 Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const gather::OutputTarget& target,
                 const MergeOptions& options, MergeReport* report) {
   if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is a DCP folder").WithPath(folder.path);
   if (options.exclude_frozen)
     return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is a DCP folder")
         .WithPath(folder.path);
+  if (options.unstack)
+    return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is a DCP folder").WithPath(folder.path);
   report->kind = CheckpointKind::kDcp;
   report->dcp_folder = folder.path;
   dcp::MergeOptions plan_options;
@@ -37,18 +55,41 @@ Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, 
   ZF_ASSIGN_OR_RETURN(dcp::PlannedMerge m, dcp::PlanDcpMerge(env, folder, plan_options));
   report->dcp_schema_2x = m.schema_2x;
   report->dcp_version = m.version;
-  report->selection = std::move(m.selection);
-  report->input_files = std::move(m.input_files);
-  report->gather = std::move(m.gather);
-  report->layout = std::move(m.layout);
-  report->params = report->layout.entries.size();
-  return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
+  return WriteDcpPlanned(env, m, out, target, options, report);
+}
+
+Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string& out,
+                     const gather::OutputTarget& target, const MergeOptions& options, MergeReport* report) {
+  if (options.exclude_frozen)
+    return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is a Megatron checkpoint")
+        .WithPath(folder.checkpoint);
+  report->kind = CheckpointKind::kMegatron;
+  report->megatron = folder;
+  report->dcp_folder = folder.torch_dist;
+  report->tag_folder = folder.torch_dist;
+  report->tag = folder.iteration_folder;
+  megatron::MergeOptions plan_options;
+  plan_options.select = options.select;
+  plan_options.dtype = options.dtype;
+  plan_options.only = options.only;
+  plan_options.unstack = options.unstack;
+  plan_options.read = options.read;
+  ZF_ASSIGN_OR_RETURN(megatron::PlannedMerge m, megatron::PlanMegatronMerge(env, folder, plan_options));
+  report->dcp_schema_2x = true;
+  report->core_version = m.core_version;
+  report->optimizer = m.optimizer;
+  report->nd_restored = m.nd_restored;
+  report->unstacked_keys = m.unstacked_keys;
+  return WriteDcpPlanned(env, m, out, target, options, report);
 }
 
 Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const gather::OutputTarget& target,
                  const MergeOptions& options, MergeReport* report) {
   if (options.select)
     return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
+  if (options.unstack)
+    return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is no Megatron checkpoint")
+        .WithPath(ckpt_dir);
   zero::MergeOptions plan_options;
   plan_options.tag = options.tag;
   plan_options.dtype = options.dtype;
@@ -79,6 +120,11 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   MergeReport report;
   report.checkpoint = ckpt_dir;
   ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options.format));
+  ZF_ASSIGN_OR_RETURN(std::optional<megatron::Folder> megatron_folder, megatron::FindFolder(env, ckpt_dir, options.tag));
+  if (megatron_folder) {
+    ZF_TRY(MergeMegatron(env, *megatron_folder, out, target, options, &report));
+    return report;
+  }
   if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
     ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
     return report;

@@ -25,6 +25,8 @@
 #include "gather/layout.h"
 #include "gather/output.h"
 #include "gather/plan.h"
+#include "megatron/folder.h"
+#include "megatron/merge.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"
@@ -43,7 +45,9 @@ using gather::OutputEntry;
 // --dry-run, --verify, buffer size, progress, read limits) and the ZeRO
 // planner's.
 struct MergeOptions : gather::OutputOptions {
-  // The tag folder to merge (--tag); unset: the one `latest` names.
+  // The tag folder to merge (--tag); unset: the one `latest` names. For a
+  // Megatron-LM checkpoint: the iteration (a number, `release` or a folder
+  // name); unset: the one latest_checkpointed_iteration.txt names.
   std::optional<std::string> tag;
   // Dtype of every floating output tensor (--dtype); unset: float32.
   std::optional<torch::DType> dtype;
@@ -51,12 +55,14 @@ struct MergeOptions : gather::OutputOptions {
   bool exclude_frozen = false;
   // Glob patterns on names (--only); empty: every tensor. See gather::LayOut.
   std::vector<std::string> only;
-  // DCP only: the key subtree to merge (--select); unset: model weights
-  // (dcp::SelectKeys).
+  // DCP and Megatron: the key subtree to merge (--select); unset: model
+  // weights (dcp::SelectKeys).
   std::optional<std::string> select;
+  // Megatron only: split stacked layers and experts (--unstack).
+  bool unstack = false;
 };
 
-enum class CheckpointKind : uint8_t { kZero, kDcp };
+enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };
 
 struct MergeReport : gather::OutputReport {
   CheckpointKind kind = CheckpointKind::kZero;
@@ -79,12 +85,18 @@ struct MergeReport : gather::OutputReport {
   bool dcp_schema_2x = false;
   std::string dcp_version;
   dcp::Selection selection;
+  // Megatron only (dcp_folder is its torch_dist folder).
+  megatron::Folder megatron;
+  std::string core_version;
+  megatron::OptimizerForm optimizer = megatron::OptimizerForm::kNone;
+  size_t nd_restored = 0, unstacked_keys = 0;
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
 };
 
-// Merges the checkpoint in `ckpt_dir` into `out`: a DCP folder (or one
-// holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as MergeDcp does; else a
-// DeepSpeed checkpoint (see FindTagFolder). `out` is a file
+// Merges the checkpoint in `ckpt_dir` into `out`: a Megatron torch_dist
+// checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a DCP
+// folder (or one holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as
+// MergeDcp does; else a DeepSpeed checkpoint (see FindTagFolder). `out` is a file
 // when it ends in .bin, .pt or .safetensors, else a folder (created) that
 // receives pytorch_model.bin / model.safetensors, or shards and an index.
 // Errors carry the path of the file concerned and, from the planner, the
