@@ -30,10 +30,13 @@ constexpr const char* kMergeHelp =
     "safetensors form) or a training output\n"
     "folder holding one (pytorch_model_fsdp_0/): every chunk of every key\n"
     "placed by its offsets, dtypes as saved. By default the model weights:\n"
-    "optimizer, lr_scheduler, dataloader and train_state keys are left out\n"
-    "(counted), non-tensor values too, and a single top-level `model.` prefix\n"
-    "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
-    "named relative to it.\n"
+    "top-level groups named optimizer, optim, lr_scheduler, dataloader or\n"
+    "train_state, and any group holding only optimizer state (GROUP.state.<param>.\n"
+    "exp_avg, exp_avg_sq, step, momentum_buffer, ...; GROUP.param_groups) are\n"
+    "left out and counted, non-tensor values too; when every key left starts\n"
+    "with `model.` (torch's {\"model\": ..., \"optim\": ...} recipe, Accelerate)\n"
+    "that prefix is stripped. --select PREFIX merges the keys under PREFIX\n"
+    "instead, named relative to it.\n"
     "\n"
     "Or rebuilds the full model from a DeepSpeed ZeRO stage 0, 1, 2 or 3 or a\n"
     "universal checkpoint (ds_to_universal.py),\n"
@@ -136,7 +139,12 @@ std::string PieceText(const merge::MergeReport& r, const gather::Piece& p) {
 
 std::string LeftOutText(const merge::MergeReport& r) {
   std::string text;
-  for (const auto& [group, n] : r.selection.left_out) text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
+  for (const auto& [group, n] : r.selection.left_out) {
+    text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
+    auto why = r.selection.left_out_why.find(group);
+    if (why != r.selection.left_out_why.end() && why->second == dcp::LeftOutWhy::kOptimizerState)
+      text += " (optimizer state)";
+  }
   return text;
 }
 
@@ -222,6 +230,13 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
     for (const auto& [group, n] : r.selection.left_out) {
       w.Key(group);
       w.Uint(n);
+    }
+    w.EndObject();
+    w.Key("left_out_why");
+    w.BeginObject();
+    for (const auto& [group, why] : r.selection.left_out_why) {
+      w.Key(group);
+      w.String(std::string(dcp::LeftOutWhyName(why)));
     }
     w.EndObject();
     w.Key("non_tensor");
