@@ -82,7 +82,7 @@ constexpr const char* kMergeHelp =
 
 const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
-    {"dtype", true, "dtype of every floating tensor: float32, float16, bfloat16 (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
+    {"dtype", true, "dtype of every floating tensor: float32 (fp32, float), float16 (fp16, half), bfloat16 (bf16) (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
     {"select", true, "DCP: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
@@ -393,7 +393,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
     std::optional<torch::DType> d = shrink::ParseCastTarget(*v);
-    if (!d) return UsageError("merge", "--dtype takes float32, float16 or bfloat16, not '" + *v + "'");
+    if (!d) return UsageError("merge", "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *v + "'");
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");

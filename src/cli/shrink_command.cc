@@ -150,7 +150,7 @@ const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
     {"zstd-window-log-max", true, "largest window of .zst input, as a power of two (default 27)", "N"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
     {"max-shard-size", true, "shard a folder OUT past this much tensor data (default 5GB)", "SIZE"},
-    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16, float16, float32", "DTYPE"},
+    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16 (bf16), float16 (fp16, half), float32 (fp32, float)", "DTYPE"},
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     PartFlagSpec(),
@@ -278,7 +278,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   }
   if (auto name = args.Value("dtype")) {
     options.dtype = shrink::ParseCastTarget(*name);
-    if (!options.dtype) return UsageError(command, "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
+    if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
   if (auto v = args.Value("max-shard-size")) {

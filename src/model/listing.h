@@ -19,7 +19,10 @@ enum class FileFormat { kTorchZip, kTorchLegacy, kSafetensors };
 std::string_view FileFormatName(FileFormat format);
 
 // Safetensors when the file starts with an 8-byte header length followed by
-// '{' (after optional spaces); torch otherwise (zip or legacy pickle; the
+// '{' (after optional spaces), or when its name (src.name()) ends with
+// ".safetensors" and it starts as no torch file does (a zip's "PK", the
+// legacy magic number's pickle), so a damaged safetensors file gets the
+// safetensors reader's error; torch otherwise (zip or legacy pickle; the
 // torch reader tells which and rejects anything else).
 Result<FileFormat> SniffFormat(const RandomSource& src);
 

@@ -53,7 +53,7 @@ expect "one argument" 2 "zerofold: merge: needs CKPT_DIR and OUT
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt
 expect "stdout" 2 "zerofold: merge: OUT must be a file or folder name; merge does not write to stdout
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt -
-expect "--dtype int8" 2 "zerofold: merge: --dtype takes float32, float16 or bfloat16, not 'int8'
+expect "--dtype int8" 2 "zerofold: merge: --dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'int8'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --dtype int8 ckpt out.bin
 expect "--to onnx" 2 "zerofold: merge: --to takes torch or safetensors, not 'onnx'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --to onnx ckpt out

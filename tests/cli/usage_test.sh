@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Everyday command-line behaviour: --dtype's short names in every command that takes it,
+# -h as --help everywhere, "did you mean" for a mistyped command or flag, a damaged file
+# named .safetensors read as safetensors.
+#
+#   ZEROFOLD=build/zerofold bash tests/cli/usage_test.sh
+source "$(dirname "$0")/lib.sh"
+
+sd=$F/torch/state_dict.pt
+mkdir -p "$T/w"
+cd "$T/w" || exit 1
+
+# --- --dtype: torch's names and the short ones give the same bytes --------------------------
+for pair in bfloat16:bf16 float16:fp16 float16:half float32:fp32 float32:float; do
+  long=${pair%%:*} short=${pair##*:}
+  for cmd in convert shrink; do
+    run_z "$cmd" --dtype "$long" "$sd" "l.$cmd.$long.pt"
+    expect "$cmd --dtype $long" 0 ""
+    run_z "$cmd" --dtype "$short" "$sd" "s.$cmd.$short.pt"
+    expect "$cmd --dtype $short" 0 ""
+    # The archive's folder is named after the file: compare the tensors, and the sizes.
+    run_z diff "l.$cmd.$long.pt" "s.$cmd.$short.pt"
+    expect "$cmd --dtype $short = $long" 0 ""
+    expect_true "$cmd --dtype $short: same size" "[ $(size "l.$cmd.$long.pt") = $(size "s.$cmd.$short.pt") ]"
+  done
+  run_z convert --dtype "$short" "$sd" "$short.safetensors"
+  expect "convert --dtype $short to safetensors" 0 ""
+  run_z inspect --json "$short.safetensors"
+  "$PY" - "$OUT" "$long" <<'EOF' || fail "--dtype $short: $(cat "$OUT")"
+import json, sys
+doc = json.load(open(sys.argv[1]))["files"][0]
+dtypes = {t["dtype"] for t in doc["tensors"]}
+assert dtypes == {sys.argv[2], "int64"}, dtypes
+EOF
+  run_z merge --dtype "$short" "$F/dcp/dim0_ws2/ckpt" "m.$short.bin"
+  expect "merge --dtype $short" 0 ""
+  run_z merge --dtype "$long" "$F/dcp/dim0_ws2/ckpt" "m.$long.bin"
+  run_z diff "m.$short.bin" "m.$long.bin"
+  expect "merge --dtype $short = $long" 0 ""
+  rm -f ./*.pt ./*.bin
+done
+run_z convert --dtype fp64 "$sd" x.pt
+expect "--dtype fp64" 2 "zerofold: convert: --dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'fp64'
+zerofold: hint: run 'zerofold convert --help'
+"
+
+# --- -h is --help, for every command and at the top -----------------------------------------
+for cmd in inspect shrink merge convert diff; do
+  "$Z" "$cmd" --help >long.txt 2>&1
+  run_z "$cmd" -h
+  expect "$cmd -h" 0 ""
+  expect_true "$cmd -h prints --help's text" "cmp -s long.txt '$OUT'"
+  expect_true "$cmd -h: usage line" "head -n 1 '$OUT' | grep -q '^usage: zerofold $cmd '"
+done
+"$Z" --help >long.txt
+run_z -h
+expect "top-level -h" 0 ""
+expect_true "top-level -h prints --help's text" "cmp -s long.txt '$OUT'"
+
+# --- did you mean ---------------------------------------------------------------------------
+rm -f ./*
+run_z shrnk a b
+expect "mistyped command" 2 "zerofold: unknown command 'shrnk'; did you mean 'shrink'?
+zerofold: hint: run 'zerofold --help'
+"
+run_z convrt a b
+expect "mistyped command, a letter left out" 2 "zerofold: unknown command 'convrt'; did you mean 'convert'?
+zerofold: hint: run 'zerofold --help'
+"
+run_z compress a b
+expect "unknown command, nothing close" 2 "zerofold: unknown command 'compress'
+zerofold: hint: run 'zerofold --help'
+"
+run_z convert --dtpye bf16 a b
+expect "swapped letters in a flag" 2 "zerofold: convert: unknown flag --dtpye; did you mean --dtype? (see --help)
+zerofold: hint: run 'zerofold convert --help'
+"
+run_z merge --exclude-frozn a b
+expect "a letter left out of a flag" 2 "zerofold: merge: unknown flag --exclude-frozn; did you mean --exclude-frozen? (see --help)
+zerofold: hint: run 'zerofold merge --help'
+"
+run_z diff --atoll 1 a b
+expect "a letter too many" 2 "zerofold: diff: unknown flag --atoll; did you mean --atol? (see --help)
+zerofold: hint: run 'zerofold diff --help'
+"
+run_z inspect --jsn a
+expect "short flag, one edit" 2 "zerofold: inspect: unknown flag --jsn; did you mean --json? (see --help)
+zerofold: hint: run 'zerofold inspect --help'
+"
+run_z shrink --zz a b
+expect "unknown flag, nothing close" 2 "zerofold: shrink: unknown flag --zz (see --help)
+zerofold: hint: run 'zerofold shrink --help'
+"
+expect_empty_dir "usage errors write nothing" "$T/w"
+
+# --- a damaged file named .safetensors: the safetensors reader's error ----------------------
+printf 'hello world, not a checkpoint at all' >bad.safetensors
+printf 'abc' >short.safetensors
+for cmd in "inspect bad.safetensors" "convert bad.safetensors o.pt" "diff bad.safetensors bad.safetensors"; do
+  # shellcheck disable=SC2086
+  run_z $cmd
+  want_rc=1
+  [ "${cmd%% *}" = diff ] && want_rc=2
+  expect "$cmd" $want_rc "zerofold: bad.safetensors: header @ 0: corrupt: HeaderTooLarge: header length 8031924123371070824 is over the limit of 100000000 bytes and past the end of the file (36 bytes)
+"
+done
+run_z inspect short.safetensors
+expect "short .safetensors" 1 "zerofold: short.safetensors: header @ 0: corrupt: HeaderTooSmall: file is 3 bytes, the header length field needs 8
+"
+# A torch file with a .safetensors name is still read as the torch file it is.
+cp "$sd" torch_named.safetensors
+run_z diff torch_named.safetensors "$sd"
+expect "a torch file named .safetensors" 0 ""
+cp "$F/torch/legacy_state_dict.pt" legacy_named.safetensors
+run_z diff legacy_named.safetensors "$F/torch/legacy_state_dict.pt"
+expect "a legacy torch file named .safetensors" 0 ""
+
+zf_finish
