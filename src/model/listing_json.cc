@@ -60,6 +60,9 @@ void WriteJsonError(json::Writer& w, const Status& status) {
   else w.Uint(status.offset());
   w.Key("message");
   w.String(status.message());
+  w.Key("path");
+  if (status.path().empty()) w.Null();
+  else w.String(status.path());
   w.EndObject();
 }
 

@@ -42,7 +42,9 @@ class JsonFiles {
 // Writes "key": [strings...] in an object.
 void WriteStringArray(json::Writer& w, std::string_view key, const std::vector<std::string>& values);
 
-// Writes {"code":..., "record":..., "offset":..., "message":...}.
+// Writes {"code":..., "record":..., "offset":..., "message":..., "path":...}:
+// every JSON error object has these keys; offset and path are null when
+// unknown.
 void WriteJsonError(json::Writer& w, const Status& status);
 
 }  // namespace zerofold::model

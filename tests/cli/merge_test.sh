@@ -116,10 +116,10 @@ assert d["warnings"] == [] and d["index"] is None and d["removed"] == []
 EOF
 then ok; else bad "json document" "$(cat out.txt)"; fi
 expect "json error" 3 "zerofold: nope: not found: no such folder" "$Z" merge --json nope out
-if [ "$(cat out.txt)" = '{"error":{"code":"not found","record":"","offset":null,"message":"no such folder"}}' ]
+if [ "$(cat out.txt)" = '{"error":{"code":"not found","record":"","offset":null,"message":"no such folder","path":"nope"}}' ]
 then ok; else bad "json error document" "$(cat out.txt)"; fi
 "$Z" merge --force --progress ckpt out >out.txt 2>err.txt
-if grep -q $'\r.*merge \[' err.txt && [ "$(tail -c 4 err.txt | od -An -c | tr -d ' ')" = '\r033[K' ]; then ok
+if grep -q $'\r.*merge ckpt -> out \[' err.txt && [ "$(tail -c 4 err.txt | od -An -c | tr -d ' ')" = '\r033[K' ]; then ok
 else bad "progress on stderr, cleared at the end" "$(od -c err.txt | tail -3)"; fi
 "$Z" merge --force --no-progress ckpt out >out.txt 2>err.txt
 [ ! -s err.txt ] && ok || bad "no progress" "$(cat err.txt)"
