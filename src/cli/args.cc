@@ -37,6 +37,10 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
                                      " (see --help)");
     }
     if (!spec->takes_value) {
+      if (inline_value && spec->optional_value) {
+        out.values[body] = *inline_value;
+        continue;
+      }
       if (inline_value) return Status::InvalidArgument("flag --" + body + " takes no value");
       out.switches[body]++;
       continue;
@@ -87,7 +91,8 @@ std::string FlagHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& s : specs) {
     if (s.help.empty()) continue;
-    std::string left = "  --" + s.name + (s.takes_value ? " " + s.value_name : "");
+    std::string left = "  --" + s.name + (s.takes_value ? " " + s.value_name : "") +
+                       (s.optional_value ? "[=" + s.value_name + "]" : "");
     if (left.size() < 26) left.resize(26, ' ');
     else left += "\n" + std::string(26, ' ');
     out += left + s.help + "\n";

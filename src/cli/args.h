@@ -19,6 +19,9 @@ struct FlagSpec {
   bool takes_value;
   std::string help;     // one line for --help; empty hides the flag
   std::string value_name = "VALUE";
+  // A switch (takes_value false) that also takes `--name=VALUE`: the bare
+  // form counts in ParsedArgs::switches, the other sets values[name].
+  bool optional_value = false;
 };
 
 struct ParsedArgs {

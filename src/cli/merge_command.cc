@@ -80,7 +80,7 @@ constexpr const char* kMergeHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
+const std::vector<FlagSpec> kMergeFlags = WithProgressFlags(WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names)", "TAG"},
     {"dtype", true, "dtype of every floating tensor: float32 (fp32, float), float16 (fp16, half), bfloat16 (bf16) (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
@@ -94,11 +94,9 @@ const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     PartFlagSpec(),
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
-    {"progress", false, "show a progress bar even when stderr is not a terminal"},
-    {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes per read (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-});
+}));
 
 std::string Base(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -421,11 +419,10 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (options.dry_run && options.verify) return UsageError("merge", "--verify checks written files; drop --dry-run");
   const bool quiet = args.Has("quiet");
   const bool as_json = args.Has("json");
-  bool show_progress = !quiet && !options.dry_run && isatty(2);
-  if (args.Has("progress")) show_progress = true;
-  if (args.Has("no-progress")) show_progress = false;
-  Progress progress(show_progress);
-  options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(phase, done, total); };
+  Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
+  if (!chosen.ok()) return UsageError("merge", chosen.status().message());
+  Progress& progress = *chosen;
+  options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(std::string(phase) + " " + ckpt + " -> " + out, done, total); };
 
   Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();

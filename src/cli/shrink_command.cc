@@ -135,15 +135,13 @@ constexpr const char* kConvertHelp =
 
 const FlagSpec kInPlaceFlag = {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"};
 
-const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
+const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"force", false, "overwrite an existing OUT"},
     {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
-    {"progress", false, "show a progress bar even when stderr is not a terminal"},
-    {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
     {"zstd-level", true, "compression level of .zst output, 1-19 (default 3)", "N"},
     {"zstd-threads", true, "threads compressing .zst output besides the main one (default 0)", "N"},
@@ -155,7 +153,7 @@ const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     PartFlagSpec(),
     {"help", false, "show this help"},
-});
+}));
 
 std::vector<FlagSpec> ShrinkFlags() {
   std::vector<FlagSpec> flags = kConvertFlags;
@@ -297,10 +295,9 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (in == io::kStdioName && isatty(0))
     return UsageError(command, "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
-  bool show_progress = !quiet && !options.dry_run && isatty(2);
-  if (args.Has("progress")) show_progress = true;
-  if (args.Has("no-progress")) show_progress = false;
-  Progress progress(show_progress);
+  Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
+  if (!chosen.ok()) return UsageError(command, chosen.status().message());
+  Progress& progress = *chosen;
   options.progress = [&](uint64_t done, uint64_t total) { progress.Update(std::string(command) + " " + in, done, total); };
 
   request.convert = convert;

@@ -199,7 +199,7 @@ grep -q "^verified 6 tensors, " "$OUT" || fail "verify line: $(cat "$OUT")"
 
 # --- progress ------------------------------------------------------------------------------
 run_z merge --force --progress "$D/dim0_ws2/ckpt" p.bin
-expect_progress=$(grep -c $'\r.*merge \[' "$ERR")
+expect_progress=$(grep -c $'\r.*merge [^[]* -> p.bin \[' "$ERR")
 zf_checks=$((zf_checks + 1))
 [ "$RC" = 0 ] && [ "$expect_progress" -ge 1 ] && [ "$(tail -c 4 "$ERR" | od -An -c | tr -d ' ')" = '\r033[K' ] \
   || fail "progress on stderr, cleared at the end: $(od -c "$ERR" | tail -3)"

@@ -115,4 +115,49 @@ cp "$F/torch/legacy_state_dict.pt" legacy_named.safetensors
 run_z diff legacy_named.safetensors "$F/torch/legacy_state_dict.pt"
 expect "a legacy torch file named .safetensors" 0 ""
 
+# --- --progress=lines: timestamped lines for logs (the interval shortened: no waiting) ------
+stamp='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}'
+amount='[0-9.]+ [KMGT]?B'
+run_z shrink --progress=lines --progress-interval 0 "$F/torch/views.pt" v.pt
+expect_true "progress lines: exit 0" "[ $RC = 0 ]"
+expect_true "progress lines: some lines" "[ \$(wc -l <'$ERR') -ge 1 ]"
+expect_true "progress lines: each in the format" \
+  "! grep -Evq '^$stamp shrink $F/torch/views.pt: $amount of $amount \\([0-9]+%\\), $amount/s\$' '$ERR'"
+expect_true "progress lines: the last at 100%" "tail -n 1 '$ERR' | grep -q ' (100%), '"
+expect_true "progress lines: no carriage return" "! grep -q \$'\\r' '$ERR'"
+run_z merge --progress=lines --progress-interval=0 "$F/dcp/dim0_ws2/ckpt" m.bin
+expect_true "merge progress lines" \
+  "grep -Eq '^$stamp merge $F/dcp/dim0_ws2/ckpt -> m.bin: $amount of $amount \\(100%\\), $amount/s\$' '$ERR'"
+for flags in "--progress=none --progress-interval 0" "--no-progress --progress-interval 0" "--quiet --progress-interval 0"; do
+  rm -f v.pt
+  # shellcheck disable=SC2086
+  run_z shrink $flags "$F/torch/views.pt" v.pt
+  [ "$flags" = "--quiet --progress-interval 0" ] || expect_true "$flags: exit 0" "[ $RC = 0 ]"
+  expect_true "$flags: nothing on stderr" "[ ! -s '$ERR' ]"
+done
+rm -f v.pt
+run_z shrink --progress=bar "$F/torch/views.pt" v.pt
+expect_true "--progress=bar: the bar's carriage returns" "grep -q \$'\\r' '$ERR'"
+run_z shrink --progress=dots "$F/torch/views.pt" w.pt
+expect "--progress=dots" 2 "zerofold: shrink: --progress takes bar, lines or none, not 'dots'
+zerofold: hint: run 'zerofold shrink --help'
+"
+
+# --- every --json error object names its path -----------------------------------------------
+head -c 100 "$F/torch/views.pt" >cut.pt
+for cmd in "inspect --json cut.pt" "convert --json cut.pt o.safetensors" "shrink --json cut.pt o.pt" \
+    "diff --json cut.pt $F/torch/views.pt" "merge --json $T/w/nope o.bin"; do
+  # shellcheck disable=SC2086
+  run_z $cmd
+  ok
+  "$PY" - "$OUT" <<'EOF' || fail "$cmd: error object without its path: $(cat "$OUT")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["error"] if "error" in d else d["files"][0]["error"]
+assert set(e) == {"code", "record", "offset", "message", "path"}, e
+assert e["path"] in ("cut.pt",) or e["path"].endswith("/w/nope"), e
+EOF
+done
+rm -f cut.pt
+
 zf_finish
