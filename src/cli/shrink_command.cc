@@ -295,10 +295,24 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (in == io::kStdioName && isatty(0))
     return UsageError(command, "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
+  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
+  else return UsageError(command, part.status().message());
   Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
   if (!chosen.ok()) return UsageError(command, chosen.status().message());
   Progress& progress = *chosen;
   options.progress = [&](uint64_t done, uint64_t total) { progress.Update(std::string(command) + " " + in, done, total); };
+  // A folder's result lines as each shard completes (the totals at the end).
+  std::FILE* text_out = to_stdout ? stderr : stdout;
+  const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
+  size_t printed = 0;
+  if (!as_json && !quiet && !finish) {
+    options.file_done = [&](const shrink::ShrinkReport& r, bool skipped) {
+      progress.Clear();
+      PrintReport(text_out, r, options.dry_run, skipped);
+      std::fflush(text_out);
+      ++printed;
+    };
+  }
 
   request.convert = convert;
   request.in = in;
@@ -306,8 +320,6 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.in_place = in_place;
   request.force = args.Has("force");
   request.dedupe_tied = args.Has("dedupe-tied");
-  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
-  else return UsageError(command, part.status().message());
   request.options = options;
   Env* env = Env::Default();
   if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
@@ -344,13 +356,12 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (text.ok()) std::printf("%s\n", text->c_str());
   } else if (!quiet) {
     uint64_t before = 0, after = 0;
-    std::FILE* text_out = to_stdout ? stderr : stdout;
     const output::PartFiles& parts = outcome->parts;
-    const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
-    for (const shrink::ShrinkReport& r : reports) {
+    for (size_t k = 0; k < reports.size(); ++k) {
       if (finish) break;  // the parts wrote the shards; finish checked them
+      const shrink::ShrinkReport& r = reports[k];
       const bool complete = std::find(parts.skipped.begin(), parts.skipped.end(), r.output) != parts.skipped.end();
-      PrintReport(text_out, r, options.dry_run, complete);
+      if (k >= printed) PrintReport(text_out, r, options.dry_run, complete);
       before += r.input_file_bytes;
       after += r.output_file_bytes;
     }

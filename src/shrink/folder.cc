@@ -142,6 +142,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
           planned[k].verified_bytes = v.bytes;
         }
         report.shards.push_back(planned[k]);
+        if (options.file_done) options.file_done(report.shards.back(), true);
         continue;
       }
     }
@@ -149,6 +150,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     if (!r.ok()) return roll_back(r.status());
     if (!options.dry_run) committed.push_back(targets[k]);
     report.shards.push_back(std::move(r).value());
+    if (options.file_done) options.file_done(report.shards.back(), false);
   }
   if (part.kind == output::PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
   std::string index_text;

@@ -18,6 +18,8 @@
 
 namespace zerofold::shrink {
 
+struct ShrinkReport;
+
 struct ShrinkOptions {
   torch::ReadOptions read;
   // Carry unsafe globals through unchanged (never executed) instead of
@@ -44,6 +46,11 @@ struct ShrinkOptions {
   bool convert = false;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // ShrinkFolder: called as each shard's output is complete (committed, or
+  // planned in a dry run), in order; `skipped`: a --part run found it
+  // complete and left it. A later failure still removes what the run
+  // wrote (ShrinkFolder).
+  std::function<void(const ShrinkReport& report, bool skipped)> file_done;
   // Compression of ".zst" outputs and limits for ".zst" inputs.
   io::ZstdOptions zstd;
 };

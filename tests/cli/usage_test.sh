@@ -160,4 +160,14 @@ EOF
 done
 rm -f cut.pt
 
+# --- a folder's result lines come as each shard completes, before the next shard's work -----
+"$Z" shrink --progress=lines --progress-interval 0 "$F/hf/bloated" sm/ >both.txt 2>&1
+first_result=$(grep -n 'pytorch_model-00001-of-00003.bin -> sm/' both.txt | cut -d: -f1)
+last_progress=$(grep -n ' shrink .*hf/bloated: .* of ' both.txt | tail -n 1 | cut -d: -f1)
+expect_true "per-file lines: the first shard's line before the last shard's progress" \
+  "[ -n '$first_result' ] && [ -n '$last_progress' ] && [ $first_result -lt $last_progress ]"
+expect_true "per-file lines: each shard once, then the total" \
+  "[ \$(grep -c ' -> sm/pytorch_model-0000[123]-of-00003.bin: ' both.txt) = 3 ] && tail -n 1 both.txt | grep -q '^total: '"
+rm -rf sm both.txt
+
 zf_finish
