@@ -170,4 +170,38 @@ expect_true "per-file lines: each shard once, then the total" \
   "[ \$(grep -c ' -> sm/pytorch_model-0000[123]-of-00003.bin: ' both.txt) = 3 ] && tail -n 1 both.txt | grep -q '^total: '"
 rm -rf sm both.txt
 
+# --- inspect FOLDER: the folder's total, and what shrink would save (its exact plan) --------
+"$Z" shrink "$F/hf/bloated" sm/ >/dev/null 2>&1 || fail "shrink of hf/bloated"
+run_z inspect --json "$F/hf/bloated"
+expect "inspect --json FOLDER" 0 ""
+if "$PY" - "$OUT" "$F/hf/bloated" sm <<'EOF'; then ok; else bad "inspect --json folder total: $(head -c 400 "$OUT")"; fi
+import glob, json, os, sys
+d = json.load(open(sys.argv[1]))
+folder, shrunk = sys.argv[2], sys.argv[3]
+files = d["files"]
+[t] = d["folders"]
+on_disk = sum(os.path.getsize(p) for p in glob.glob(folder + "/*.bin"))
+after = sum(os.path.getsize(p) for p in glob.glob(shrunk + "/*.bin"))
+assert t["path"] == folder and t["files"] == len(files) == 3, t
+assert t["file_bytes"] == on_disk and t["shrunk_file_bytes"] == after < on_disk, (t, on_disk, after)
+assert t["shrink_saves_bytes"] == on_disk - after, t
+assert t["stored_bytes"] == sum(f["stored_bytes"] for f in files), t
+assert t["referenced_bytes"] == sum(f["referenced_bytes"] for f in files), t
+EOF
+run_z inspect "$F/hf/bloated"
+expect_true "inspect FOLDER: the total line" \
+  "tail -n 1 '$OUT' | grep -Eq '^folder $F/hf/bloated: 3 files, [0-9.]+ KB on disk; stored [0-9.]+ KB, referenced [0-9.]+ KB: [0-9.]+x; shrink would save [0-9.]+ KB \\([0-9.]+ KB -> [0-9.]+ KB\\)\$'"
+# A file listed alone, or a folder of safetensors (nothing to shrink), gets no saving.
+run_z inspect --json "$F/torch/views.pt"
+expect_true "inspect FILE: no folders" "! grep -q '\"folders\"' '$OUT'"
+"$Z" convert --to safetensors "$F/hf/bloated" st/ >/dev/null 2>&1 || fail "convert of hf/bloated"
+run_z inspect --json st
+if "$PY" - "$OUT" <<'EOF'; then ok; else bad "inspect --json safetensors folder: $(head -c 400 "$OUT")"; fi
+import json, sys
+[t] = json.load(open(sys.argv[1]))["folders"]
+assert t["shrunk_file_bytes"] is None and t["shrink_saves_bytes"] is None and t["files"] == 1, t
+assert t["stored_bytes"] == t["referenced_bytes"] > 0, t
+EOF
+rm -rf sm st
+
 zf_finish
