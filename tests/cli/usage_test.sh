@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everyday command-line behaviour: --dtype's short names in every command that takes it,
 # -h as --help everywhere, "did you mean" for a mistyped command or flag, a damaged file
-# named .safetensors read as safetensors.
+# named .safetensors read as safetensors, --progress=lines, every --json error's path, a
+# folder shrink's lines as each shard completes, inspect FOLDER's total, --dedupe-tied
+# files read back with their ties.
 #
 #   ZEROFOLD=build/zerofold bash tests/cli/usage_test.sh
 source "$(dirname "$0")/lib.sh"
@@ -203,5 +205,58 @@ assert t["shrunk_file_bytes"] is None and t["shrink_saves_bytes"] is None and t[
 assert t["stored_bytes"] == t["referenced_bytes"] > 0, t
 EOF
 rm -rf sm st
+
+# --- --dedupe-tied files read back with their ties: torch output shares one storage, diff ---
+# compares each dropped name as its kept name.
+tied=$F/torch/tied_weights.pt
+run_z convert --dedupe-tied "$tied" d.safetensors
+expect "convert --dedupe-tied" 0 ""
+run_z diff d.safetensors "$tied"
+expect "diff of a deduped file" 0 ""
+expect_true "diff of a deduped file: every name in both" \
+  "grep -qx '5 tensors in both: 5 equal, 0 different; 0 only in A, 0 only in B' '$OUT'"
+run_z convert d.safetensors back.pt
+expect "deduped file to torch" 0 ""
+if "$PY" - back.pt "$tied" "$ZF_ROOT/tests" <<'EOF'; then ok; else bad "deduped file to torch: ties not restored"; fi
+import sys
+sys.path.insert(0, sys.argv[3])
+import torch, torch_oracle as oracle
+got, want = oracle.load(sys.argv[1]), oracle.load(sys.argv[2])
+assert sorted(got) == sorted(want), (list(got), list(want))
+assert list(got) == sorted(got), list(got)  # load_file's order: by name
+for k in want:
+    assert torch.equal(got[k], want[k]), k
+ptr = lambda t: t.storage().data_ptr()
+assert ptr(got["embed.weight"]) == ptr(got["lm_head.weight"]) == ptr(got["decoder.weight"]), "not one storage"
+assert ptr(got["proj.weight"]) != ptr(got["embed.weight"])
+EOF
+# A zerofold.tied record that contradicts the file is corrupt input.
+"$PY" - <<'EOF'
+import json, struct
+def save(path, tied):
+    data = struct.pack("<4f", 1, 2, 3, 4)
+    header = {"__metadata__": {"format": "pt", "zerofold.tied": tied},
+              "a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+save("tie_missing.safetensors", json.dumps({"b": "nope"}))
+save("tie_held.safetensors", json.dumps({"a": "a"}))
+save("tie_text.safetensors", "not json")
+save("tie_ok.safetensors", json.dumps({"b": "a"}))
+EOF
+run_z convert tie_missing.safetensors x.pt
+expect "tied record naming a missing tensor" 1 "zerofold: tie_missing.safetensors: __metadata__: corrupt: \"zerofold.tied\" keeps \"nope\" for \"b\", which the file lacks
+"
+run_z diff tie_held.safetensors tie_ok.safetensors
+expect "tied record dropping a tensor the file holds" 2 "zerofold: tie_held.safetensors: __metadata__: corrupt: \"zerofold.tied\" drops \"a\", which the file holds
+"
+run_z convert tie_text.safetensors x.pt
+expect "tied record that is no JSON object" 1 "zerofold: tie_text.safetensors: __metadata__: corrupt: \"zerofold.tied\" is no JSON object of tensor names
+"
+run_z diff --json tie_ok.safetensors tie_ok.safetensors
+expect "a tied record read back" 0 ""
+expect_true "a tied record read back: both names" "grep -q '\"only_in_a\":\\[\\]' '$OUT' && grep -q '\"name\":\"b\"' '$OUT'"
+rm -f ./*.safetensors back.pt
 
 zf_finish
