@@ -162,8 +162,9 @@ ZF_EXPORT void zf_shrink_options_set_force(zf_shrink_options* options, int on) Z
 ZF_EXPORT void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) ZF_NOEXCEPT;
 /* Write safetensors instead of torch files (--to safetensors). */
 ZF_EXPORT void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, int on) ZF_NOEXCEPT;
-/* Cast floating tensors as torch's .to() does (--dtype): "bfloat16",
- * "float16" or "float32"; NULL or "" keeps every dtype (the default).
+/* Cast floating tensors as torch's .to() does (--dtype): "bfloat16"
+ * ("bf16"), "float16" ("fp16", "half") or "float32" ("fp32", "float");
+ * NULL or "" keeps every dtype (the default).
  * ZF_E_INVALID_ARGUMENT for any other name, and the option is unchanged. */
 ZF_EXPORT zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name, zf_error* err) ZF_NOEXCEPT;
 /* Write only the subtree at this key path, keys joined by '/' (--select,
@@ -272,7 +273,8 @@ ZF_EXPORT void zf_merge_options_set_exclude_frozen(zf_merge_options* options, in
  * default): safetensors when OUT ends in ".safetensors", else torch. */
 ZF_EXPORT void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* The dtype of every floating tensor (--dtype): "float32" (the default),
- * "float16" or "bfloat16"; NULL or "" restores the default.
+ * "float16" or "bfloat16", or a short name as zf_shrink_options_set_dtype
+ * takes; NULL or "" restores the default.
  * ZF_E_INVALID_ARGUMENT for any other name, and the option is unchanged. */
 ZF_EXPORT zf_code zf_merge_options_set_dtype(zf_merge_options* options, const char* name, zf_error* err) ZF_NOEXCEPT;
 /* The tag folder to merge (--tag); NULL or "" (the default): the one the

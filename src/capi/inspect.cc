@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "capi/capi_version.h"
 #include "capi/error.h"
@@ -12,6 +13,7 @@
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
+#include "shrink/shrink.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -39,15 +41,19 @@ Status InspectJson(const std::string& path, std::string* doc, Status* first) {
     json_files.AddError(path, files.status());
     *first = files.status();
   } else {
+    std::vector<model::Listing> listings;
     for (const std::string& file : files->files) {
       Result<model::Listing> listing = model::ListFile(env, file, options);
       if (listing.ok()) {
         json_files.Add(*listing);
+        listings.push_back(std::move(listing).value());
         continue;
       }
       json_files.AddError(file, listing.status());
       if (first->ok()) *first = listing.status();
     }
+    if (!files->folder.empty())
+      json_files.AddFolder(shrink::TotalOfFolder(env, path, files->files, listings, first->ok(), options.torch));
   }
   Result<std::string> text = json_files.Finish();
   if (!text.ok()) return Status::Internal("inspect JSON document: " + text.status().message());

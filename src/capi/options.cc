@@ -30,7 +30,7 @@ Status CheckShardBytes(uint64_t bytes) {
 Result<std::optional<torch::DType>> ParseDType(const char* name, const char* which) {
   if (name == nullptr || *name == '\0') return std::optional<torch::DType>();
   std::optional<torch::DType> d = shrink::ParseCastTarget(name);
-  if (!d) return Status::InvalidArgument(std::string(which) + " takes bfloat16, float16 or float32, not '" + name + "'");
+  if (!d) return Status::InvalidArgument(std::string(which) + " takes " + shrink::kCastTargetNames + ", not '" + name + "'");
   return d;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/args.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
@@ -18,7 +19,7 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
       flags_done = true;
       continue;
     }
-    std::string body = a.substr(a[1] == '-' ? 2 : 1);
+    std::string body = a == "-h" ? "help" : a.substr(a[1] == '-' ? 2 : 1);
     std::optional<std::string> inline_value;
     if (size_t eq = body.find('='); eq != std::string::npos) {
       inline_value = body.substr(eq + 1);
@@ -27,8 +28,19 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
     const FlagSpec* spec = nullptr;
     for (const FlagSpec& s : specs)
       if (s.name == body) spec = &s;
-    if (spec == nullptr) return Status::InvalidArgument("unknown flag " + a + " (see --help)");
+    if (spec == nullptr) {
+      std::vector<std::string> names;
+      for (const FlagSpec& s : specs)
+        if (!s.help.empty()) names.push_back(s.name);
+      std::optional<std::string> near = ClosestWord(body, names);
+      return Status::InvalidArgument("unknown flag " + a + (near ? "; did you mean --" + *near + "?" : "") +
+                                     " (see --help)");
+    }
     if (!spec->takes_value) {
+      if (inline_value && spec->optional_value) {
+        out.values[body] = *inline_value;
+        continue;
+      }
       if (inline_value) return Status::InvalidArgument("flag --" + body + " takes no value");
       out.switches[body]++;
       continue;
@@ -44,11 +56,43 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
   return out;
 }
 
+std::optional<std::string> ClosestWord(const std::string& word, const std::vector<std::string>& candidates) {
+  // Optimal string alignment distance, three rows of the table.
+  auto distance = [&](const std::string& b) {
+    const std::string& a = word;
+    std::vector<size_t> before(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
+      }
+      before.swap(prev);
+      prev.swap(cur);
+    }
+    return prev[b.size()];
+  };
+  const size_t allowed = word.size() <= 4 ? 1 : 2;
+  std::optional<std::string> best;
+  size_t best_distance = allowed + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = distance(c);
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
 std::string FlagHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& s : specs) {
     if (s.help.empty()) continue;
-    std::string left = "  --" + s.name + (s.takes_value ? " " + s.value_name : "");
+    std::string left = "  --" + s.name + (s.takes_value ? " " + s.value_name : "") +
+                       (s.optional_value ? "[=" + s.value_name + "]" : "");
     if (left.size() < 26) left.resize(26, ' ');
     else left += "\n" + std::string(26, ' ');
     out += left + s.help + "\n";

@@ -1,6 +1,7 @@
 // A small flag parser: `--name`, `--name=value`, `--name value`, `-` as a
-// positional (stdin/stdout), `--` ends flags. Each command declares its flags;
-// unknown flags and missing values are usage errors (exit 2).
+// positional (stdin/stdout), `--` ends flags, `-h` is `--help`. Each command
+// declares its flags; unknown flags (with the closest known one suggested)
+// and missing values are usage errors (exit 2).
 #ifndef ZEROFOLD_CLI_ARGS_H_
 #define ZEROFOLD_CLI_ARGS_H_
 
@@ -18,6 +19,9 @@ struct FlagSpec {
   bool takes_value;
   std::string help;     // one line for --help; empty hides the flag
   std::string value_name = "VALUE";
+  // A switch (takes_value false) that also takes `--name=VALUE`: the bare
+  // form counts in ParsedArgs::switches, the other sets values[name].
+  bool optional_value = false;
 };
 
 struct ParsedArgs {
@@ -34,6 +38,12 @@ struct ParsedArgs {
 
 // kInvalidArgument naming the flag on unknown flags or missing values.
 Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs);
+
+// The candidate closest to `word` by edit distance (insertions, deletions,
+// substitutions and swaps of neighbours each count 1), if it is close
+// enough to be a typo of it: at most 1 edit for words of up to 4
+// characters, 2 for longer ones. Ties go to the first candidate.
+std::optional<std::string> ClosestWord(const std::string& word, const std::vector<std::string>& candidates);
 
 // "  --name VALUE   help" lines for --help.
 std::string FlagHelp(const std::vector<FlagSpec>& specs);

@@ -16,6 +16,7 @@
 #include "model/hf_folder.h"
 #include "model/listing.h"
 #include "model/listing_json.h"
+#include "shrink/shrink.h"
 #include "zero/inspect.h"
 #include "zerofold/env.h"
 
@@ -37,12 +38,15 @@ constexpr const char* kInspectHelp =
     "\n"
     "PATH is a torch file (zip or legacy format), a safetensors file, a\n"
     "Hugging Face model folder (pytorch_model.bin.index.json,\n"
-    "model.safetensors.index.json, pytorch_model.bin, model.safetensors), or a\n"
+    "model.safetensors.index.json, pytorch_model.bin, model.safetensors: each\n"
+    "file, then the folder's total and what shrink would save, from shrink's\n"
+    "own plan; --json: \"folders\"), or a\n"
     "PyTorch Distributed Checkpoint folder (.metadata and *.distcp, the\n"
     "safetensors form, or a training output folder holding\n"
     "pytorch_model_fsdp_0/): every key with dtype, global shape, chunk count\n"
     "and files, the non-tensor keys, and tensor bytes per group (model\n"
-    "weights, optimizer, lr_scheduler, dataloader, train_state).\n"
+    "weights; optimizer, optim, lr_scheduler, dataloader, train_state, and\n"
+    "any group holding only optimizer state, as merge leaves them out).\n"
     "A Megatron-Core / NeMo 2 torch_dist checkpoint (the folder, a Megatron-LM\n"
     "save folder with latest_checkpointed_iteration.txt, or a NeMo 2 folder\n"
     "with weights/) adds which Megatron-Core wrote it, the iteration, the\n"
@@ -270,6 +274,20 @@ void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
   w.EndObject();
 }
 
+void PrintFolderTotal(const model::FolderTotal& t) {
+  const double ratio =
+      t.referenced_bytes ? static_cast<double>(t.stored_bytes) / static_cast<double>(t.referenced_bytes) : 1.0;
+  std::printf("\nfolder %s: %zu files, %s on disk; stored %s, referenced %s: %.2fx",
+              EscapeForDisplay(t.path, Backslash::kEscape).c_str(), t.files, HumanBytes(t.file_bytes).c_str(),
+              HumanBytes(t.stored_bytes).c_str(), HumanBytes(t.referenced_bytes).c_str(), ratio);
+  if (t.shrunk_file_bytes) {
+    const uint64_t saved = t.file_bytes - std::min(t.file_bytes, *t.shrunk_file_bytes);
+    std::printf("; shrink would save %s (%s -> %s)", HumanBytes(saved).c_str(), HumanBytes(t.file_bytes).c_str(),
+                HumanBytes(*t.shrunk_file_bytes).c_str());
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& argv) {
@@ -341,12 +359,15 @@ int RunInspect(const std::vector<std::string>& argv) {
       json_files.AddError(path, files.status());
       continue;
     }
+    std::vector<model::Listing> listings;
+    bool listed = true;
     for (const std::string& file : files->files) {
       Result<model::Listing> listing = model::ListFile(env, file, options);
       if (!listing.ok()) {
         PrintError(listing.status());
         worst = std::max(worst, ExitCodeFor(listing.status()));
         json_files.AddError(file, listing.status());
+        listed = false;
         continue;
       }
       if (as_json) {
@@ -356,7 +377,12 @@ int RunInspect(const std::vector<std::string>& argv) {
         first = false;
         PrintHuman(*listing);
       }
+      listings.push_back(std::move(listing).value());
     }
+    if (files->folder.empty()) continue;
+    const model::FolderTotal total = shrink::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
+    if (as_json) json_files.AddFolder(total);
+    else PrintFolderTotal(total);
   }
   if (as_json) {
     Result<std::string> text = json_files.Finish();

@@ -1,9 +1,11 @@
 // zerofold: command dispatch and top-level help.
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
@@ -41,7 +43,7 @@ constexpr const char* kHelp =
     "                    and layouts: names, dtypes, shapes, values (--atol,\n"
     "                    --rtol as torch.allclose); exit 0 same, 1 different\n"
     "\n"
-    "Run 'zerofold COMMAND --help' for a command's flags and examples.\n"
+    "Run 'zerofold COMMAND --help' (or -h) for a command's flags and examples.\n"
     "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error\n"
     "(diff, as cmp: 1 different, 2 usage or bad input).\n";
 
@@ -71,5 +73,8 @@ int main(int argc, char** argv) {
   }
   if (command == "convert") return zerofold::cli::RunConvert(rest);
   if (command == "diff") return zerofold::cli::RunDiff(rest);
-  return zerofold::cli::UsageError("", "unknown command '" + command + "'");
+  std::optional<std::string> near =
+      zerofold::cli::ClosestWord(command, {"inspect", "shrink", "merge", "convert", "diff", "help"});
+  return zerofold::cli::UsageError("", "unknown command '" + command + "'" +
+                                           (near ? "; did you mean '" + *near + "'?" : ""));
 }

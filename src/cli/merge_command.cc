@@ -32,10 +32,13 @@ constexpr const char* kMergeHelp =
     "safetensors form) or a training output\n"
     "folder holding one (pytorch_model_fsdp_0/): every chunk of every key\n"
     "placed by its offsets, dtypes as saved. By default the model weights:\n"
-    "optimizer, lr_scheduler, dataloader and train_state keys are left out\n"
-    "(counted), non-tensor values too, and a single top-level `model.` prefix\n"
-    "is stripped; --select PREFIX merges the keys under PREFIX instead,\n"
-    "named relative to it.\n"
+    "top-level groups named optimizer, optim, lr_scheduler, dataloader or\n"
+    "train_state, and any group holding only optimizer state (GROUP.state.<param>.\n"
+    "exp_avg, exp_avg_sq, step, momentum_buffer, ...; GROUP.param_groups) are\n"
+    "left out and counted, non-tensor values too; when every key left starts\n"
+    "with `model.` (torch's {\"model\": ..., \"optim\": ...} recipe, Accelerate)\n"
+    "that prefix is stripped. --select PREFIX merges the keys under PREFIX\n"
+    "instead, named relative to it.\n"
     "\n"
     "A Megatron-Core / NeMo 2 torch_dist checkpoint (metadata.json naming the\n"
     "torch_dist backend beside .metadata, common.pt and *.distcp; or a\n"
@@ -92,9 +95,9 @@ constexpr const char* kMergeHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
+const std::vector<FlagSpec> kMergeFlags = WithProgressFlags(WithLimitFlags({
     {"tag", true, "the tag folder to merge (default: the one `latest` names); Megatron-LM: the iteration (10, release)", "TAG"},
-    {"dtype", true, "dtype of every floating tensor: float32, float16, bfloat16 (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
+    {"dtype", true, "dtype of every floating tensor: float32 (fp32, float), float16 (fp16, half), bfloat16 (bf16) (default: ZeRO float32, DCP as saved); rounded as torch's .to()", "DTYPE"},
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
     {"select", true, "DCP, Megatron: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
     {"unstack", false, "Megatron: split stacked layers and experts into Megatron's per-layer, per-expert names"},
@@ -107,11 +110,9 @@ const std::vector<FlagSpec> kMergeFlags = WithLimitFlags({
     PartFlagSpec(),
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
-    {"progress", false, "show a progress bar even when stderr is not a terminal"},
-    {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes per read (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-});
+}));
 
 std::string Base(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -152,7 +153,12 @@ std::string PieceText(const merge::MergeReport& r, const gather::Piece& p) {
 
 std::string LeftOutText(const merge::MergeReport& r) {
   std::string text;
-  for (const auto& [group, n] : r.selection.left_out) text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
+  for (const auto& [group, n] : r.selection.left_out) {
+    text += (text.empty() ? "" : ", ") + group + " " + std::to_string(n);
+    auto why = r.selection.left_out_why.find(group);
+    if (why != r.selection.left_out_why.end() && why->second == dcp::LeftOutWhy::kOptimizerState)
+      text += " (optimizer state)";
+  }
   return text;
 }
 
@@ -271,6 +277,13 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
     for (const auto& [group, n] : r.selection.left_out) {
       w.Key(group);
       w.Uint(n);
+    }
+    w.EndObject();
+    w.Key("left_out_why");
+    w.BeginObject();
+    for (const auto& [group, why] : r.selection.left_out_why) {
+      w.Key(group);
+      w.String(std::string(dcp::LeftOutWhyName(why)));
     }
     w.EndObject();
     w.Key("non_tensor");
@@ -427,7 +440,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
     std::optional<torch::DType> d = shrink::ParseCastTarget(*v);
-    if (!d) return UsageError("merge", "--dtype takes float32, float16 or bfloat16, not '" + *v + "'");
+    if (!d) return UsageError("merge", "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *v + "'");
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");
@@ -456,11 +469,10 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (options.dry_run && options.verify) return UsageError("merge", "--verify checks written files; drop --dry-run");
   const bool quiet = args.Has("quiet");
   const bool as_json = args.Has("json");
-  bool show_progress = !quiet && !options.dry_run && isatty(2);
-  if (args.Has("progress")) show_progress = true;
-  if (args.Has("no-progress")) show_progress = false;
-  Progress progress(show_progress);
-  options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(phase, done, total); };
+  Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
+  if (!chosen.ok()) return UsageError("merge", chosen.status().message());
+  Progress& progress = *chosen;
+  options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(std::string(phase) + " " + ckpt + " -> " + out, done, total); };
 
   Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
   progress.Clear();

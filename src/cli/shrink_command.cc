@@ -135,27 +135,25 @@ constexpr const char* kConvertHelp =
 
 const FlagSpec kInPlaceFlag = {"in-place", false, "replace the input (each file atomically: temp file, fsync, rename)"};
 
-const std::vector<FlagSpec> kConvertFlags = WithLimitFlags({
+const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"force", false, "overwrite an existing OUT"},
     {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
-    {"progress", false, "show a progress bar even when stderr is not a terminal"},
-    {"no-progress", false, "never show a progress bar"},
     {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
     {"zstd-level", true, "compression level of .zst output, 1-19 (default 3)", "N"},
     {"zstd-threads", true, "threads compressing .zst output besides the main one (default 0)", "N"},
     {"zstd-window-log-max", true, "largest window of .zst input, as a power of two (default 27)", "N"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
     {"max-shard-size", true, "shard a folder OUT past this much tensor data (default 5GB)", "SIZE"},
-    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16, float16, float32", "DTYPE"},
+    {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16 (bf16), float16 (fp16, half), float32 (fp32, float)", "DTYPE"},
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     PartFlagSpec(),
     {"help", false, "show this help"},
-});
+}));
 
 std::vector<FlagSpec> ShrinkFlags() {
   std::vector<FlagSpec> flags = kConvertFlags;
@@ -278,7 +276,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   }
   if (auto name = args.Value("dtype")) {
     options.dtype = shrink::ParseCastTarget(*name);
-    if (!options.dtype) return UsageError(command, "--dtype takes bfloat16, float16 or float32, not '" + *name + "'");
+    if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
   if (auto v = args.Value("max-shard-size")) {
@@ -297,11 +295,24 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (in == io::kStdioName && isatty(0))
     return UsageError(command, "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
-  bool show_progress = !quiet && !options.dry_run && isatty(2);
-  if (args.Has("progress")) show_progress = true;
-  if (args.Has("no-progress")) show_progress = false;
-  Progress progress(show_progress);
+  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
+  else return UsageError(command, part.status().message());
+  Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
+  if (!chosen.ok()) return UsageError(command, chosen.status().message());
+  Progress& progress = *chosen;
   options.progress = [&](uint64_t done, uint64_t total) { progress.Update(std::string(command) + " " + in, done, total); };
+  // A folder's result lines as each shard completes (the totals at the end).
+  std::FILE* text_out = to_stdout ? stderr : stdout;
+  const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
+  size_t printed = 0;
+  if (!as_json && !quiet && !finish) {
+    options.file_done = [&](const shrink::ShrinkReport& r, bool skipped) {
+      progress.Clear();
+      PrintReport(text_out, r, options.dry_run, skipped);
+      std::fflush(text_out);
+      ++printed;
+    };
+  }
 
   request.convert = convert;
   request.in = in;
@@ -309,8 +320,6 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.in_place = in_place;
   request.force = args.Has("force");
   request.dedupe_tied = args.Has("dedupe-tied");
-  if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
-  else return UsageError(command, part.status().message());
   request.options = options;
   Env* env = Env::Default();
   if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
@@ -347,13 +356,12 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (text.ok()) std::printf("%s\n", text->c_str());
   } else if (!quiet) {
     uint64_t before = 0, after = 0;
-    std::FILE* text_out = to_stdout ? stderr : stdout;
     const output::PartFiles& parts = outcome->parts;
-    const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
-    for (const shrink::ShrinkReport& r : reports) {
+    for (size_t k = 0; k < reports.size(); ++k) {
       if (finish) break;  // the parts wrote the shards; finish checked them
+      const shrink::ShrinkReport& r = reports[k];
       const bool complete = std::find(parts.skipped.begin(), parts.skipped.end(), r.output) != parts.skipped.end();
-      PrintReport(text_out, r, options.dry_run, complete);
+      if (k >= printed) PrintReport(text_out, r, options.dry_run, complete);
       before += r.input_file_bytes;
       after += r.output_file_bytes;
     }

@@ -18,7 +18,6 @@
 #include "shrink/cast.h"
 #include "shrink/shrink.h"
 #include "torch/cast.h"
-#include "torch/storage_source.h"
 #include "verify/verify.h"
 
 namespace zerofold::convert {
@@ -155,6 +154,7 @@ class FileWriter {
     for (size_t i = 0; s.ok() && i < layout.tensors.size(); ++i)
       s = WriteTensor(writer, layout.tensors[i], *by_spec[layout.tensors[i].input_index]);
     if (s.ok()) s = writer.Finish();
+    if (s.ok()) s = gatherer_.Finish();  // the deflated records' ends and CRC-32s
     if (s.ok() && options_.verify) {
       Result<std::unique_ptr<RandomSource>> back = out->OpenWritten();
       s = back.ok() ? Verify(**back, layout, by_spec, report) : back.status();
@@ -208,9 +208,7 @@ class FileWriter {
     uint64_t element = 0;  // C-order index of the chunk's first element
     const size_t in_item = torch::Info(t.dtype).itemsize, out_item = torch::Info(item.out).itemsize;
     Status write_error;  // the output's, kept apart from read errors
-    Result<const RandomSource*> bytes = SourcesOf(item.input).For(storage);
-    if (!bytes.ok()) return Status(bytes.status()).WithPath(in.path);
-    Status read = gatherer_.Gather(**bytes, 0, t, [&](std::span<const std::byte> chunk) -> Status {
+    Status read = gatherer_.Gather(*in.src, storage, t, [&](std::span<const std::byte> chunk) -> Status {
       std::span<const std::byte> bytes = chunk;
       if (cast) {
         std::span<std::byte> out(cast_.data(), chunk.size() / in_item * out_item);
@@ -229,15 +227,7 @@ class FileWriter {
     return Status::OK();
   }
 
-  // One StorageSources per input, made when first needed.
-  torch::StorageSources& SourcesOf(size_t input) {
-    if (sources_.size() < inputs_.size()) sources_.resize(inputs_.size());
-    if (!sources_[input]) sources_[input] = std::make_unique<torch::StorageSources>(*inputs_[input].src);
-    return *sources_[input];
-  }
-
   const std::vector<Input>& inputs_;
-  std::vector<std::unique_ptr<torch::StorageSources>> sources_;
   const ConvertOptions& options_;
   gather::Gatherer gatherer_;
   std::vector<std::byte> cast_;  // cast output of one gather chunk (at most 4x its size)

@@ -33,12 +33,13 @@
 
 #include <string>
 
+#include "model/checkpoint_file.h"
 #include "convert/convert.h"
 
 namespace zerofold::convert {
 
-// __metadata__ key of the --dedupe-tied record. Persisted: never changes.
-constexpr const char* kTiedMetadataKey = "zerofold.tied";
+// __metadata__ key of the --dedupe-tied record (model/checkpoint_file.h).
+constexpr const char* kTiedMetadataKey = model::kTiedMetadataKey;
 // transformers' __metadata__ entry for torch weights.
 constexpr const char* kFormatMetadataKey = "format";
 constexpr const char* kFormatMetadataValue = "pt";

@@ -30,6 +30,7 @@ Listing ListMetadata(const DcpFolder& folder, const Metadata& md) {
   l.schema_2x = md.schema_2x;
   l.version = md.version;
   l.groups.push_back(GroupTotal{"model", 0, 0});
+  const std::map<std::string, LeftOutWhy> training = TrainingStateGroups(md);
   std::map<std::string, std::vector<std::string>> files_of;  // key -> files
   for (const StorageItem& s : md.storage) {
     AddOnce(files_of[s.fqn], s.relative_path);
@@ -49,7 +50,7 @@ Listing ListMetadata(const DcpFolder& folder, const Metadata& md) {
     uint64_t n = torch::Info(e.dtype).itemsize;
     for (int64_t d : e.size) n = io::CheckedMul<uint64_t>(n, static_cast<uint64_t>(d)).value_or(UINT64_MAX);
     k.nbytes = n;
-    GroupTotal& g = Group(l.groups, KeyGroup(e.key));
+    GroupTotal& g = Group(l.groups, KeyGroup(training, e.key));
     ++g.tensors;
     g.nbytes = io::CheckedAdd(g.nbytes, n).value_or(UINT64_MAX);
     l.tensor_bytes = io::CheckedAdd(l.tensor_bytes, n).value_or(UINT64_MAX);

@@ -1,6 +1,5 @@
 #include "dcp/plan.h"
 #include "torch/read.h"
-#include "torch/storage_source.h"
 
 #include <algorithm>
 #include <string_view>
@@ -21,8 +20,6 @@ namespace {
 constexpr std::string_view kZstdTransform = "stream.zstd/1";
 
 std::string FirstComponent(const std::string& key) { return key.substr(0, key.find('.')); }
-
-bool IsTrainingState(const std::string& key) { return KeyGroup(key) != "model"; }
 
 // An error of a reader of the chunk's archive, moved to the file: offsets
 // inside the slice become file offsets (zstd: they count decompressed bytes
@@ -71,18 +68,9 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
     io::RangeSource range(file, s.offset_in_file, s.length);
     ZF_ASSIGN_OR_RETURN(torch::Checkpoint ckpt, torch::ReadCheckpoint(range, read));
     ZF_ASSIGN_OR_RETURN(const torch::Tensor* t, ChunkTensor(ckpt, e, c));
-    const torch::Storage& storage = ckpt.storages[t->storage];
-    p->record = storage.record;
-    p->data_offset = s.offset_in_file + storage.data_offset;
-    p->storage_nbytes = storage.nbytes;
+    gather::PlaceInStorage(ckpt.storages[t->storage], s.offset_in_file, p);
     p->view_offset = t->storage_offset;
     p->strides = t->stride;
-    if (storage.method != 0) {  // a deflated record of the chunk's archive
-      p->transform = gather::Transform::kDeflate;
-      p->deflated = torch::RecordEntry(storage);
-      p->deflated.data_offset += s.offset_in_file;
-      p->data_offset = 0;
-    }
     return Status::OK();
   }
   if (s.transforms.size() != 1 || s.transforms[0] != kZstdTransform) {
@@ -122,15 +110,58 @@ bool IsFileName(const std::string& name) {
 
 }  // namespace
 
-std::string KeyGroup(const std::string& key) {
+std::string_view LeftOutWhyName(LeftOutWhy why) {
+  switch (why) {
+    case LeftOutWhy::kName: return "name";
+    case LeftOutWhy::kOptimizerState: return "optimizer state";
+    case LeftOutWhy::kNotSelected: return "not selected";
+  }
+  return "?";
+}
+
+namespace {
+
+// GROUP.state.<param>.<state name>, or a key under GROUP.param_groups.
+bool IsOptimizerStateKey(const std::string& key, const std::string& group) {
+  const std::string state = group + ".state.", groups = group + ".param_groups.";
+  if (key.rfind(groups, 0) == 0) return true;
+  if (key.rfind(state, 0) != 0) return false;
+  const size_t last = key.rfind('.');
+  if (last < state.size()) return false;  // no <param> component
+  const std::string name = key.substr(last + 1);
+  for (const char* n : kOptimizerStateNames)
+    if (name == n) return true;
+  return false;
+}
+
+}  // namespace
+
+std::map<std::string, LeftOutWhy> TrainingStateGroups(const Metadata& md) {
+  std::map<std::string, LeftOutWhy> out;
+  std::map<std::string, bool> optimizer_like;  // group -> every tensor key so far is optimizer state
+  std::map<std::string, bool> has_state;       // group -> some key is GROUP.state.*
+  for (const Entry& e : md.entries) {
+    if (!e.is_tensor) continue;
+    const std::string group = FirstComponent(e.key);
+    for (const char* g : kTrainingStateGroups)
+      if (group == g) out.emplace(group, LeftOutWhy::kName);
+    auto [it, fresh] = optimizer_like.emplace(group, true);
+    it->second = it->second && IsOptimizerStateKey(e.key, group);
+    if (e.key.rfind(group + ".state.", 0) == 0) has_state[group] = true;
+  }
+  for (const auto& [group, like] : optimizer_like)
+    if (like && has_state.count(group)) out.emplace(group, LeftOutWhy::kOptimizerState);
+  return out;
+}
+
+std::string KeyGroup(const std::map<std::string, LeftOutWhy>& training, const std::string& key) {
   const std::string first = FirstComponent(key);
-  for (const char* g : kTrainingStateGroups)
-    if (first == g) return first;
-  return "model";
+  return training.count(first) ? first : "model";
 }
 
 Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string>& select) {
   Selection out;
+  const std::map<std::string, LeftOutWhy> training = TrainingStateGroups(md);
   for (size_t i = 0; i < md.entries.size(); ++i) {
     const Entry& e = md.entries[i];
     if (!e.is_tensor) {
@@ -141,7 +172,7 @@ Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string
     if (select) {
       take = select->empty() || e.key == *select || e.key.rfind(*select + ".", 0) == 0;
     } else {
-      take = !IsTrainingState(e.key);
+      take = !training.count(FirstComponent(e.key));
     }
     if (take) {
       out.entries.push_back(i);
@@ -149,7 +180,10 @@ Result<Selection> SelectKeys(const Metadata& md, const std::optional<std::string
       bool under = select && !select->empty() && e.key.size() > select->size();
       out.names.push_back(under ? e.key.substr(select->size() + 1) : e.key);
     } else {
-      ++out.left_out[FirstComponent(e.key)];
+      const std::string group = FirstComponent(e.key);
+      ++out.left_out[group];
+      auto why = training.find(group);
+      out.left_out_why[group] = select || why == training.end() ? LeftOutWhy::kNotSelected : why->second;
     }
   }
   if (select && out.entries.empty())

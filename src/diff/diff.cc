@@ -201,7 +201,7 @@ class Side {
     out.clear();
     const torch::Tensor view = SubView(*ref_.tensor, block);
     const torch::Storage& storage = ref_.ckpt->storages[view.storage];
-    Status s = gatherer_.Gather(*ref_.src, storage.data_offset, view, [&](std::span<const std::byte> chunk) {
+    Status s = gatherer_.Gather(*ref_.src, storage, view, [&](std::span<const std::byte> chunk) {
       out.insert(out.end(), chunk.begin(), chunk.end());
       hasher_.Update(chunk);
       return Status::OK();

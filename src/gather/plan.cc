@@ -7,6 +7,7 @@
 
 #include "io/checked_math.h"
 #include "torch/checkpoint.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::gather {
 
@@ -30,6 +31,19 @@ bool Overlap(const Piece& a, const Piece& b) {
 }
 
 }  // namespace
+
+void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piece* p) {
+  p->record = storage.record;
+  p->storage_nbytes = storage.nbytes;
+  p->transform = storage.method == 0 ? Transform::kNone : Transform::kDeflate;
+  if (p->transform == Transform::kNone) {
+    p->data_offset = archive_offset + storage.data_offset;
+    return;
+  }
+  p->deflated = torch::RecordEntry(storage);
+  p->deflated.data_offset += archive_offset;
+  p->data_offset = 0;
+}
 
 uint64_t NumelOf(std::span<const int64_t> shape) {
   uint64_t n = 1;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
@@ -86,6 +87,18 @@ struct GatherPlan {
   std::vector<GatherTensor> tensors;  // planner order
   std::vector<Tie> ties;
 };
+
+// Points `p` at the bytes of a torch storage's record, the one way every
+// reader of a torch file's storages is given them (merge's ZeRO and DCP
+// planners, diff and convert through Gatherer): a stored record (and every
+// legacy storage) is read positionally (Transform::kNone), a deflated one
+// inflated forward (Transform::kDeflate, through zip::OpenEntries, as
+// torch::StorageSources reads it). `archive_offset`: where the storage's
+// archive starts in the file (a DCP chunk's archive inside a .distcp file;
+// 0 when the file is the archive). Sets record, data_offset,
+// storage_nbytes, transform and deflated; the box, dtype and view are the
+// caller's.
+void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piece* p);
 
 // Elements of a shape: the product of its sizes (1 for a scalar).
 // REQUIRES: the planner checked the shape (non-negative, no overflow).

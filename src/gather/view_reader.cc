@@ -10,9 +10,9 @@ namespace zerofold::gather {
 Gatherer::Gatherer(size_t buffer_bytes)
     : buffer_bytes_(std::max<size_t>(buffer_bytes, 64)), out_(buffer_bytes_) {}
 
-Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, const torch::Tensor& view,
+Status Gatherer::Gather(const RandomSource& file, const torch::Storage& storage, const torch::Tensor& view,
                         const EmitChunk& emit) {
-  ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(view));
+  ZF_TRY(torch::ViewExtent(view).status());
   if (view.numel() == 0) return Status::OK();
   if (torch::ElementBits(view.dtype) % 8 != 0)
     return Status::Unsupported("cannot gather packed " + std::string(torch::Info(view.dtype).name) + " elements")
@@ -21,12 +21,11 @@ Status Gatherer::Gather(const RandomSource& src, uint64_t storage_data_offset, c
   piece.offsets.assign(view.shape.size(), 0);
   piece.sizes = view.shape;
   piece.dtype = view.dtype;
-  piece.data_offset = storage_data_offset;
-  piece.storage_nbytes = extent.end;
+  PlaceInStorage(storage, 0, &piece);
   piece.view_offset = view.storage_offset;
   piece.strides = view.stride;
-  const gather::SourceFile file{src.name(), &src};
-  gather::PieceReader reader(piece, file, buffer_bytes_);
+  const gather::SourceFile source{file.name(), &file};
+  gather::PieceReader reader(piece, source, buffer_bytes_, &records_);
   const uint64_t itemsize = torch::Info(view.dtype).itemsize;
   const uint64_t chunk = std::max<uint64_t>(out_.size() / itemsize, 1);
   if (out_.size() < chunk * itemsize) out_.resize(chunk * itemsize);

@@ -1,8 +1,10 @@
 // Reading a tensor view's logical bytes, in C order, from its storage in a
 // file: what `tensor.contiguous()` holds, produced through bounded buffers.
-// The view is read as a one-piece gather (gather/piece_reader.h): strided
-// views (transposes, slices, expands with zero strides) as their contiguous
-// innermost runs; a view whose byte extent fits the window with one read.
+// The view is read as a one-piece gather (gather/piece_reader.h) placed by
+// PlaceInStorage (gather/plan.h), so a deflated record is inflated as every
+// other reader of storages inflates it: strided views (transposes, slices,
+// expands with zero strides) as their contiguous innermost runs; a view
+// whose byte extent fits the window with one read.
 #ifndef ZEROFOLD_GATHER_VIEW_READER_H_
 #define ZEROFOLD_GATHER_VIEW_READER_H_
 
@@ -15,6 +17,7 @@
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
+#include "zip/entry_source.h"
 
 namespace zerofold::gather {
 
@@ -22,24 +25,33 @@ namespace zerofold::gather {
 using EmitChunk = std::function<Status(std::span<const std::byte>)>;
 
 // Holds an output buffer of about buffer_bytes, reused by every Gather, and
-// while gathering a read window of at most buffer_bytes.
+// while gathering a read window of at most buffer_bytes; deflated records
+// stay open across Gathers (zip::OpenEntries), so views read in storage
+// order inflate each record forward once.
 // Not thread-safe; one Gatherer per thread.
 class Gatherer {
  public:
   explicit Gatherer(size_t buffer_bytes);
 
   // Emits the elements of `view` in C order, in chunks of at most the buffer
-  // size, reading its storage, whose byte 0 is at `storage_data_offset` in
-  // src. An empty view emits nothing. kCorrupt if the view's extent cannot
-  // be computed; kUnsupported for packed sub-byte dtypes (quint4x2,
-  // quint2x4); read errors as src returns them (the caller adds the record).
-  // REQUIRES: the view lies inside its storage's bytes in src (CheckViews).
-  Status Gather(const RandomSource& src, uint64_t storage_data_offset, const torch::Tensor& view,
+  // size, reading `storage` (the view's, of a checkpoint read from `file`).
+  // An empty view emits nothing. kCorrupt if the view's extent cannot be
+  // computed, for bad deflate data or a deflated record whose end fails its
+  // sizes or CRC-32; kUnsupported for packed sub-byte dtypes (quint4x2,
+  // quint2x4); read errors as `file` returns them (the caller adds the
+  // record). REQUIRES: the view lies inside its storage (CheckViews); `file`
+  // outlives this Gatherer.
+  Status Gather(const RandomSource& file, const torch::Storage& storage, const torch::Tensor& view,
                 const EmitChunk& emit);
+
+  // Reads every deflated record still open to its end, checking its sizes
+  // and CRC-32 (zip::OpenEntries::Finish). Call before committing an output.
+  Status Finish() { return records_.Finish(); }
 
  private:
   size_t buffer_bytes_;
   std::vector<std::byte> out_;
+  zip::OpenEntries records_;
 };
 
 }  // namespace zerofold::gather

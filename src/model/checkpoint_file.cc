@@ -1,27 +1,75 @@
 #include "model/checkpoint_file.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "json/reader.h"
 #include "torch/read.h"
 #include "torch/state_dict.h"
 
 namespace zerofold::model {
 
+namespace {
+
+constexpr const char* kMetadataRecord = "__metadata__";
+constexpr const char* kTiedQuoted = "\"zerofold.tied\" ";
+
+std::string Quoted(const std::string& name) {
+  std::string out(1, '"');
+  out.append(name);
+  out.push_back('"');
+  return out;
+}
+
+// The --dedupe-tied record of `file`: dropped name -> kept name.
+Result<std::map<std::string, std::string>> TiedNames(const safetensors::File& file,
+                                                     const std::map<std::string, uint32_t>& tensors) {
+  std::map<std::string, std::string> dropped;
+  for (const auto& [key, text] : file.metadata) {
+    if (key != kTiedMetadataKey) continue;
+    auto corrupt = [&](const std::string& why) {
+      std::string message = kTiedQuoted;
+      message.append(why);
+      return Status::Corrupt(message).WithRecord(kMetadataRecord);
+    };
+    Result<json::Value> v = json::Parse(text);
+    if (!v.ok() || !v->is_object()) return corrupt("is no JSON object of tensor names");
+    for (const json::Member& m : v->members()) {
+      const std::string dropped_name = Quoted(m.key);
+      if (!m.value.is_string()) return corrupt("maps " + dropped_name + " to no tensor name");
+      if (tensors.count(m.key)) return corrupt("drops " + dropped_name + ", which the file holds");
+      if (!tensors.count(m.value.string()))
+        return corrupt("keeps " + Quoted(m.value.string()) + " for " + dropped_name + ", which the file lacks");
+      dropped[m.key] = m.value.string();
+    }
+  }
+  return dropped;
+}
+
+}  // namespace
+
 Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph) {
   torch::Checkpoint ckpt;
   ckpt.format = torch::Format::kTorchZip;
+  std::map<std::string, uint32_t> by_name;  // stored tensors
+  for (uint32_t index : file.by_name) by_name.emplace(file.tensors[index].name, index);
+  ZF_ASSIGN_OR_RETURN(auto dropped, TiedNames(file, by_name));
+  // Every name in name order, each with the stored tensor it reads.
+  std::map<std::string, uint32_t> names = by_name;
+  for (const auto& [name, kept] : dropped) names.emplace(name, by_name.at(kept));
   std::vector<torch::StateDictEntry> entries;
-  for (uint32_t index : file.by_name) {
+  std::map<uint32_t, size_t> first_entry;  // stored tensor -> the entry that holds its storage
+  for (const auto& [name, index] : names) {
     const safetensors::TensorInfo& info = file.tensors[index];
     if (!info.torch_dtype)
       return Status::Unsupported("dtype " + std::string(safetensors::DtypeCode(info.dtype)) + " has no torch dtype")
           .WithRecord(info.name)
           .WithOffset(info.header_offset);
     torch::Tensor t;
-    t.name = info.name;
-    t.path.push_back({torch::PathElem::Type::kStrKey, info.name, 0});
+    t.name = name;
+    t.path.push_back({torch::PathElem::Type::kStrKey, name, 0});
     t.dtype = *info.torch_dtype;
     for (uint64_t d : info.shape) {
       if (!std::in_range<int64_t>(d))
@@ -31,17 +79,21 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
       t.shape.push_back(static_cast<int64_t>(d));
     }
     t.stride = torch::ContiguousStrides(t.shape);
-    t.storage = static_cast<uint32_t>(ckpt.storages.size());
-    torch::Storage s;
-    s.key = std::to_string(ckpt.storages.size());
-    s.dtype = t.dtype;
-    s.nbytes = info.byte_size();
-    s.location = "cpu";
-    s.record = info.name;
-    s.data_offset = info.data_offset;
-    s.record_size = info.byte_size();
-    ckpt.storages.push_back(std::move(s));
-    entries.push_back({info.name, t.dtype, t.shape, entries.size()});
+    auto [holder, fresh] = first_entry.emplace(index, entries.size());
+    if (fresh) {
+      torch::Storage s;
+      s.key = std::to_string(ckpt.storages.size());
+      s.dtype = t.dtype;
+      s.nbytes = info.byte_size();
+      s.location = "cpu";
+      s.record = info.name;
+      s.data_offset = info.data_offset;
+      s.record_size = info.byte_size();
+      ckpt.storages.push_back(std::move(s));
+    }
+    t.storage = ckpt.tensors[holder->second].storage;
+    if (fresh) t.storage = static_cast<uint32_t>(ckpt.storages.size() - 1);
+    entries.push_back({name, t.dtype, t.shape, holder->second});
     ckpt.tensors.push_back(std::move(t));
   }
   if (graph == SafetensorsGraph::kSkip) return ckpt;
@@ -60,7 +112,7 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
     t.node = t.rebuild = built.entries[i].tensor;
     t.args = built.entries[i].args;
     t.pid = built.entries[i].pid;
-    ckpt.storages[t.storage].pid_node = t.pid;
+    if (entries[i].data == i) ckpt.storages[t.storage].pid_node = t.pid;
   }
   return ckpt;
 }

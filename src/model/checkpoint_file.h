@@ -10,6 +10,12 @@
 // offset in the file and Storage::record its name, so read errors name the
 // tensor; Checkpoint::format is kTorchZip with no top folder and no other
 // records (what such a torch.save would hold).
+//
+// A file written with --dedupe-tied records each dropped name in
+// __metadata__[kTiedMetadataKey] as {"dropped": "kept", ...}: the dropped
+// names are read back as tensors of their kept name's storage (tied: torch
+// output holds one storage for both, diff compares the dropped name as its
+// kept name), in name order with the others.
 #ifndef ZEROFOLD_MODEL_CHECKPOINT_FILE_H_
 #define ZEROFOLD_MODEL_CHECKPOINT_FILE_H_
 
@@ -24,6 +30,9 @@
 #include "zerofold/result.h"
 
 namespace zerofold::model {
+
+// __metadata__ key of the --dedupe-tied record. Persisted: never changes.
+constexpr const char* kTiedMetadataKey = "zerofold.tied";
 
 // Whether the pickle graph is built for a safetensors file. Writers of
 // torch output and of re-selected trees need it; a reader of tensor bytes
@@ -41,7 +50,9 @@ struct CheckpointFile {
 // The model of a safetensors file whose header is `file`, as above.
 // Errors (record: the tensor's name): kUnsupported for a dtype torch has
 // none for (F4, F6_*), a dimension past 2^63 - 1, and with kBuild a dtype
-// torch 1.13 writes without a typed storage class.
+// torch 1.13 writes without a typed storage class; kCorrupt (record
+// "__metadata__") for a kTiedMetadataKey entry that is no JSON object of
+// names, names a kept tensor the file lacks, or drops one it holds.
 Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph);
 
 // Reads `src` as the format its first bytes say (model::SniffFormat).

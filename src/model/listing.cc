@@ -96,7 +96,16 @@ Result<FileFormat> SniffFormat(const RandomSource& src) {
     if (i < n && head[i] == std::byte('{') && header_len > 0 && header_len <= src.size() - 8)
       return FileFormat::kSafetensors;
   }
-  if (n >= 4 && head[0] == std::byte('P') && head[1] == std::byte('K')) return FileFormat::kTorchZip;
+  const bool zip = n >= 4 && head[0] == std::byte('P') && head[1] == std::byte('K');
+  if (zip) return FileFormat::kTorchZip;
+  // pickletools: PROTO 2, then LONG1 of 10 bytes, as the legacy magic number starts.
+  const bool legacy = n >= 4 && head[0] == std::byte{0x80} && head[1] == std::byte{0x02} &&
+                      head[2] == std::byte{0x8a} && head[3] == std::byte{0x0a};
+  const std::string_view name = src.name();
+  constexpr std::string_view kSafetensorsExtension = ".safetensors";
+  if (!legacy && name.size() >= kSafetensorsExtension.size() &&
+      name.substr(name.size() - kSafetensorsExtension.size()) == kSafetensorsExtension)
+    return FileFormat::kSafetensors;  // named so and no torch file: the safetensors reader says what is wrong
   return FileFormat::kTorchLegacy;
 }
 

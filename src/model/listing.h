@@ -5,6 +5,7 @@
 #define ZEROFOLD_MODEL_LISTING_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,10 @@ enum class FileFormat { kTorchZip, kTorchLegacy, kSafetensors };
 std::string_view FileFormatName(FileFormat format);
 
 // Safetensors when the file starts with an 8-byte header length followed by
-// '{' (after optional spaces); torch otherwise (zip or legacy pickle; the
+// '{' (after optional spaces), or when its name (src.name()) ends with
+// ".safetensors" and it starts as no torch file does (a zip's "PK", the
+// legacy magic number's pickle), so a damaged safetensors file gets the
+// safetensors reader's error; torch otherwise (zip or legacy pickle; the
 // torch reader tells which and rejects anything else).
 Result<FileFormat> SniffFormat(const RandomSource& src);
 
@@ -55,6 +59,20 @@ struct Listing {
   uint64_t deflated_records = 0;
   // Groups of tensor names that share bytes (tied weights, views of views).
   std::vector<std::vector<std::string>> tied;
+};
+
+// A Hugging Face folder as a whole (inspect FOLDER): the sums of its
+// checkpoint files' listings, and what shrink would make of them.
+struct FolderTotal {
+  std::string path;
+  size_t files = 0;               // checkpoint files listed
+  uint64_t file_bytes = 0;        // their sizes on disk
+  uint64_t stored_bytes = 0;      // sum of Listing::stored_bytes
+  uint64_t referenced_bytes = 0;  // sum of Listing::referenced_bytes
+  // The files' sizes after `zerofold shrink --in-place FOLDER` (its exact
+  // plan, nothing written); unset when shrink would not take the folder
+  // (safetensors only: nothing to shrink; a file that failed to list).
+  std::optional<uint64_t> shrunk_file_bytes;
 };
 
 struct ListOptions {

@@ -1,5 +1,7 @@
 #include "model/listing_json.h"
 
+#include <algorithm>
+
 namespace zerofold::model {
 
 namespace {
@@ -60,6 +62,9 @@ void WriteJsonError(json::Writer& w, const Status& status) {
   else w.Uint(status.offset());
   w.Key("message");
   w.String(status.message());
+  w.Key("path");
+  if (status.path().empty()) w.Null();
+  else w.String(status.path());
   w.EndObject();
 }
 
@@ -144,6 +149,31 @@ void JsonFiles::Add(const model::Listing& l) {
 
 Result<std::string> JsonFiles::Finish() {
   w_.EndArray();
+  if (!folders_.empty()) {
+    w_.Key("folders");
+    w_.BeginArray();
+    for (const FolderTotal& f : folders_) {
+      w_.BeginObject();
+      w_.Key("path");
+      w_.String(f.path);
+      w_.Key("files");
+      w_.Uint(f.files);
+      w_.Key("file_bytes");
+      w_.Uint(f.file_bytes);
+      w_.Key("stored_bytes");
+      w_.Uint(f.stored_bytes);
+      w_.Key("referenced_bytes");
+      w_.Uint(f.referenced_bytes);
+      w_.Key("shrunk_file_bytes");
+      if (f.shrunk_file_bytes) w_.Uint(*f.shrunk_file_bytes);
+      else w_.Null();
+      w_.Key("shrink_saves_bytes");
+      if (f.shrunk_file_bytes) w_.Uint(f.file_bytes - std::min(f.file_bytes, *f.shrunk_file_bytes));
+      else w_.Null();
+      w_.EndObject();
+    }
+    w_.EndArray();
+  }
   w_.EndObject();
   ZF_ASSIGN_OR_RETURN(std::string out, w_.Finish());
   return out + "\n";

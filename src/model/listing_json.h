@@ -27,6 +27,11 @@ class JsonFiles {
   void Add(const model::Listing& listing);
   // A file that could not be read: {"path":..., "error":{code, record, offset, message}}.
   void AddError(const std::string& path, const Status& status);
+  // A folder's total, written after "files" as an element of "folders":
+  // {"path", "files", "file_bytes", "stored_bytes", "referenced_bytes",
+  // "shrunk_file_bytes" (null when unset), "shrink_saves_bytes" (null
+  // likewise)}. The document has "folders" only when one was added.
+  void AddFolder(const FolderTotal& total) { folders_.push_back(total); }
   // An element written by `write` (one JSON object), for listings of other
   // stages (a Distributed Checkpoint folder: dcp/listing.h; a DeepSpeed
   // folder: zero/inspect.h).
@@ -37,12 +42,15 @@ class JsonFiles {
 
  private:
   json::Writer w_;
+  std::vector<FolderTotal> folders_;
 };
 
 // Writes "key": [strings...] in an object.
 void WriteStringArray(json::Writer& w, std::string_view key, const std::vector<std::string>& values);
 
-// Writes {"code":..., "record":..., "offset":..., "message":...}.
+// Writes {"code":..., "record":..., "offset":..., "message":..., "path":...}:
+// every JSON error object has these keys; offset and path are null when
+// unknown.
 void WriteJsonError(json::Writer& w, const Status& status);
 
 }  // namespace zerofold::model

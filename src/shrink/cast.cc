@@ -8,8 +8,17 @@
 namespace zerofold::shrink {
 
 std::optional<torch::DType> ParseCastTarget(std::string_view name) {
+  struct Alias {
+    std::string_view name;
+    torch::DType dtype;
+  };
+  static constexpr Alias kAliases[] = {{"bf16", torch::DType::kBFloat16}, {"fp16", torch::DType::kFloat16},
+                                       {"half", torch::DType::kFloat16},  {"fp32", torch::DType::kFloat32},
+                                       {"float", torch::DType::kFloat32}};
   for (torch::DType d : {torch::DType::kBFloat16, torch::DType::kFloat16, torch::DType::kFloat32})
     if (torch::Info(d).name == name) return d;
+  for (const Alias& a : kAliases)
+    if (a.name == name) return a.dtype;
   return std::nullopt;
 }
 

@@ -26,8 +26,12 @@
 
 namespace zerofold::shrink {
 
-// The dtypes --dtype accepts, by torch's name: bfloat16, float16, float32.
+// The dtypes --dtype accepts: torch's names bfloat16, float16, float32, and
+// the short names users type (bf16; fp16, half; fp32, float). nullopt for
+// any other text.
 std::optional<torch::DType> ParseCastTarget(std::string_view name);
+// The accepted names, for messages.
+inline constexpr const char* kCastTargetNames = "bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float)";
 
 // The dtype a tensor of `dtype` is written as under `target`: the target for
 // float64/32/16 and bfloat16 tensors, else its own. kUnsupported for a

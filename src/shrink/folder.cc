@@ -142,6 +142,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
           planned[k].verified_bytes = v.bytes;
         }
         report.shards.push_back(planned[k]);
+        if (options.file_done) options.file_done(report.shards.back(), true);
         continue;
       }
     }
@@ -149,6 +150,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     if (!r.ok()) return roll_back(r.status());
     if (!options.dry_run) committed.push_back(targets[k]);
     report.shards.push_back(std::move(r).value());
+    if (options.file_done) options.file_done(report.shards.back(), false);
   }
   if (part.kind == output::PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
   std::string index_text;
@@ -185,6 +187,40 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     if (Status s = output::WriteSmallFile(env, report.index, index_text); !s.ok()) return roll_back(s);
   }
   return report;
+}
+
+model::FolderTotal TotalOfFolder(Env* env, const std::string& folder, const std::vector<std::string>& files,
+                                 const std::vector<model::Listing>& listings, bool listed,
+                                 const torch::ReadOptions& read) {
+  model::FolderTotal total;
+  total.path = folder;
+  total.files = files.size();
+  bool torch_files = false;
+  for (const model::Listing& l : listings) {
+    total.stored_bytes += l.stored_bytes;
+    total.referenced_bytes += l.referenced_bytes;
+    torch_files = torch_files || l.format != model::FileFormat::kSafetensors;
+  }
+  for (const std::string& f : files) {
+    Result<std::unique_ptr<RandomSource>> src = env->OpenRandom(f);
+    if (src.ok()) total.file_bytes += (*src)->size();
+  }
+  if (!listed || !torch_files) return total;
+  ShrinkOptions plan;
+  plan.read = read;
+  plan.dry_run = true;
+  plan.keep_unsafe = true;
+  Result<FolderReport> report = ShrinkFolder(env, folder, folder, plan);
+  if (!report.ok()) return total;
+  // The plan's files among those listed (it also shrinks a pytorch_model.bin
+  // beside an index, which the listing does not count); the listed
+  // safetensors files stay as they are.
+  uint64_t shrunk = total.file_bytes;
+  for (const ShrinkReport& r : report->shards)
+    if (std::find(files.begin(), files.end(), r.input) != files.end() && r.input_file_bytes <= shrunk)
+      shrunk = shrunk - r.input_file_bytes + r.output_file_bytes;
+  total.shrunk_file_bytes = shrunk;
+  return total;
 }
 
 }  // namespace zerofold::shrink

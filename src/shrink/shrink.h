@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "io/zstd_stream.h"
+#include "model/listing.h"
 #include "output/parts.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
 namespace zerofold::shrink {
+
+struct ShrinkReport;
 
 struct ShrinkOptions {
   torch::ReadOptions read;
@@ -44,6 +47,11 @@ struct ShrinkOptions {
   bool convert = false;
   // Called with bytes written so far and the total, at most once per buffer.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // ShrinkFolder: called as each shard's output is complete (committed, or
+  // planned in a dry run), in order; `skipped`: a --part run found it
+  // complete and left it. A later failure still removes what the run
+  // wrote (ShrinkFolder).
+  std::function<void(const ShrinkReport& report, bool skipped)> file_done;
   // Compression of ".zst" outputs and limits for ".zst" inputs.
   io::ZstdOptions zstd;
 };
@@ -146,6 +154,17 @@ struct FolderReport {
 // of another size (OUT is not created), else the copies and the index.
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options, const output::PartSpec& part = {}, bool force = false);
+
+// `inspect FOLDER`'s total for a Hugging Face folder whose checkpoint files
+// are `files` (model::ResolveModelPath) and `listings` their listings, in
+// that order (`listed` false when one failed: shrunk_file_bytes is then
+// unset): sizes and bytes summed, and when the folder holds torch
+// checkpoints, the sizes ShrinkFolder plans for it in place (a dry run,
+// unsafe globals carried: nothing is read but metadata, nothing written);
+// unset too when that plan fails or the folder holds only safetensors.
+model::FolderTotal TotalOfFolder(Env* env, const std::string& folder, const std::vector<std::string>& files,
+                                 const std::vector<model::Listing>& listings, bool listed,
+                                 const torch::ReadOptions& read);
 
 }  // namespace zerofold::shrink
 #endif  // ZEROFOLD_SHRINK_SHRINK_H_

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "io/checked_math.h"
-#include "torch/storage_source.h"
 
 namespace zerofold::zero {
 
@@ -46,15 +45,8 @@ Result<gather::GatherPlan> ToGatherPlan(const zero::MergePlan& plan, const Loade
         case zero::SourceKind::kOptimStates: p.file = optim_base + slice.file; break;
         case zero::SourceKind::kParamFile: p.file = param_base + slice.file; break;
       }
-      p.record = where.record;
       p.dtype = slice.dtype;
-      p.data_offset = where.data_offset;
-      p.storage_nbytes = where.nbytes;
-      if (where.method != 0) {  // a deflated record (torch/storage_source.h)
-        p.transform = gather::Transform::kDeflate;
-        p.deflated = torch::RecordEntry(where);
-        p.data_offset = 0;
-      }
+      gather::PlaceInStorage(where, 0, &p);
       p.view_offset = static_cast<int64_t>(slice.offset);
       p.strides = {1};
       g.pieces.push_back(std::move(p));

@@ -8,6 +8,7 @@
 
 #include "io/checked_math.h"
 #include "torch/read.h"
+#include "torch/storage_source.h"
 #include "zero/extract.h"
 #include "zero/link.h"
 
@@ -23,10 +24,11 @@ std::string Join(const std::string& folder, const std::string& name) {
   return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
 }
 
-// Values of the model-states file, read through its storage locations.
+// Values of the model-states file, read through its storages' records
+// (torch/storage_source.h: a deflated record is inflated).
 class ModelFileReader : public zero::ElementReader {
  public:
-  explicit ModelFileReader(const ZeroFile& file) : file_(file) {}
+  explicit ModelFileReader(const ZeroFile& file) : file_(file), records_(*file.source) {}
 
   Status Read(const zero::TensorMeta& t, uint64_t first, std::span<std::byte> out) override {
     auto it = file_.storages.find(t.storage);
@@ -41,12 +43,14 @@ class ModelFileReader : public zero::ElementReader {
           .WithPath(file_.path)
           .WithRecord(it->second.record);
     }
-    Status s = ReadExactAt(*file_.source, it->second.data_offset + *begin, out);
+    Result<const RandomSource*> record = records_.For(it->second);
+    Status s = record.ok() ? ReadExactAt(**record, *begin, out) : record.status();
     return s.ok() ? s : s.WithPath(file_.path);
   }
 
  private:
   const ZeroFile& file_;
+  torch::StorageSources records_;
 };
 
 }  // namespace

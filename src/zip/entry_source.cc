@@ -174,7 +174,7 @@ Status OpenEntries::Finish() {
   Status first = Status::OK();
   for (Kept& k : deflated_) {
     Status s = k.source->Finish();
-    if (first.ok() && !s.ok()) first = std::move(s);
+    if (first.ok() && !s.ok()) first = std::move(s.WithPath(k.archive->name()));
   }
   deflated_.clear();
   return first;

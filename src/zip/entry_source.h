@@ -53,7 +53,8 @@ class OpenEntries {
   Result<EntrySource*> Open(const RandomSource& archive, const Entry& entry);
 
   // Finishes every deflated entry still open (EntrySource::Finish) and
-  // closes them. Call before committing an output.
+  // closes them; the first error names its archive (path: its name()).
+  // Call before committing an output.
   Status Finish();
 
  private:

@@ -465,7 +465,7 @@ static void test_shrink_select_dtype(void) {
 
   error_buffers b;
   CHECK_CODE(zf_shrink_options_set_dtype(o, "int8", error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
-  CHECK_STR(b.message, "dtype takes bfloat16, float16 or float32, not 'int8'");
+  CHECK_STR(b.message, "dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'int8'");
   CHECK_CODE(zf_shrink_options_set_buffer_bytes(o, 12, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
   CHECK_STR(b.message, "buffer_bytes 12 is outside 4096 .. 4294967296");
   CHECK_CODE(zf_shrink_options_set_buffer_bytes(o, 4096, NULL), ZF_OK);

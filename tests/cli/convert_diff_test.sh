@@ -278,4 +278,32 @@ grep -q '^! 0.weight: dtype float32 vs bfloat16$' "$OUT" || fail "diff dtype: $(
 run_z diff --rtol 0.01 "$F/torch/state_dict.pt" bf16.safetensors
 expect "diff dtype, close" 0 ""
 
+# A deflated archive (fixtures/bad/deflated.pt: state_dict.pt's records deflated, as
+# Python's zipfile writes them) is read through its inflated records, as convert reads it:
+# equal to its stored original and to its own conversion, both ways round.
+deflated=$F/bad/deflated.pt
+run_z convert "$deflated" deflated.safetensors
+expect "convert deflated" 0 ""
+for pair in "$deflated deflated.safetensors" "deflated.safetensors $deflated" \
+    "$deflated $F/torch/state_dict.pt" "$F/torch/state_dict.pt $deflated"; do
+  # shellcheck disable=SC2086
+  run_z diff $pair
+  expect "diff $pair" 0 ""
+  grep -q '^[1-9][0-9]* tensors in both: [0-9]* equal, 0 different; 0 only in A, 0 only in B$' "$OUT" ||
+    fail "diff $pair: $(cat "$OUT")"
+done
+# Against its bfloat16 rounding: close within bfloat16's half ulp (2^-8 relative to the
+# rounded value), where the compressed bytes would differ by up to 1e30.
+run_z diff --json --rtol 0.00390625 --atol 0 "$deflated" bf16.safetensors
+expect "diff deflated against bfloat16, close" 0 ""
+"$PY" - "$OUT" <<'EOF' || fail "diff --json deflated vs bf16: $(cat "$OUT")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["same"] and len(r["tensors"]) == 9, r
+floats = [t for t in r["tensors"] if t["dtype"] == ["float32", "bfloat16"]]
+assert len(floats) == 8 and all(t["values_compared"] for t in floats), r
+assert all(t["max_rel_diff"] <= 2 ** -8 and t["max_abs_diff"] < 0.01 for t in floats), r
+assert max(t["max_rel_diff"] for t in floats) > 2 ** -9, r
+EOF
+
 zf_finish

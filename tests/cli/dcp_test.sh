@@ -25,6 +25,34 @@ expect "titan to safetensors" 0 ""
 [ "$(cat "$OUT")" = "$D/titan_ws2/ckpt (DCP, 2 files) -> t.safetensors: 6 tensors; left out: optimizer 18, train_state 1, 11 non-tensor; 804 B in 1 file" ] \
   || fail "titan summary: $(cat "$OUT")"
 
+# torch's own recipe, {"model": ..., "optim": ...} saved by torch 2.6: the model, 'model.'
+# stripped, optim left out; a group of another name holding only Adam state is left out too,
+# for what it holds.
+run_z merge "$D/v26_recipe_optim_ws2/ckpt" r.bin
+expect "torch recipe merge" 0 ""
+[ "$(cat "$OUT")" = "$D/v26_recipe_optim_ws2/ckpt (DCP, 2 files) -> r.bin: 6 tensors ('model.' stripped); left out: optim 18, 11 non-tensor; 872 B in 1 file" ] \
+  || fail "torch recipe summary: $(cat "$OUT")"
+mkdir renamed && cp -r "$D/v26_recipe_optim_ws2/ckpt" renamed/ckpt
+$PY - renamed/ckpt/.metadata <<'PY' || fail "renaming optim to adamw"
+import sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+assert b.count(b"optim") >= 18
+open(p, "wb").write(b.replace(b"optim", b"adamw"))  # same length: pickle frames stay valid
+PY
+run_z merge --json "renamed/ckpt" renamed/r.bin
+expect "optimizer state of another name" 0 ""
+$PY - "$OUT" <<'PY' || fail "optimizer state left out by content: $(cat "$OUT")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["left_out"] == {"adamw": 18}, d["left_out"]
+assert d["left_out_why"] == {"adamw": "optimizer state"}, d["left_out_why"]
+assert d["model_prefix_stripped"] is True, d
+PY
+run_z merge "renamed/ckpt" r3.bin
+grep -q "left out: adamw 18 (optimizer state), 11 non-tensor" "$OUT" || fail "adamw summary: $(cat "$OUT")"
+cmp -s r.bin renamed/r.bin || fail "renamed optimizer group: another model output"
+
 # A training output folder: its pytorch_model_fsdp_0/ is merged.
 run_z merge "$D/accelerate_output_ws2/ckpt" a.bin
 expect "training output folder" 0 ""
@@ -171,7 +199,7 @@ grep -q "^verified 6 tensors, " "$OUT" || fail "verify line: $(cat "$OUT")"
 
 # --- progress ------------------------------------------------------------------------------
 run_z merge --force --progress "$D/dim0_ws2/ckpt" p.bin
-expect_progress=$(grep -c $'\r.*merge \[' "$ERR")
+expect_progress=$(grep -c $'\r.*merge [^[]* -> p.bin \[' "$ERR")
 zf_checks=$((zf_checks + 1))
 [ "$RC" = 0 ] && [ "$expect_progress" -ge 1 ] && [ "$(tail -c 4 "$ERR" | od -An -c | tr -d ' ')" = '\r033[K' ] \
   || fail "progress on stderr, cleared at the end: $(od -c "$ERR" | tail -3)"

@@ -78,7 +78,7 @@ paths = [f["path"] for f in d["files"]]
 assert paths[0].endswith("torch/views.pt") and paths[1] == "cut.pt", paths
 assert len(paths) == 5 and all("pytorch_model-0000" in p for p in paths[2:]), paths
 assert d["files"][1]["error"] == {"code": "corrupt", "record": "", "offset": 0, "message":
-    "no end of central directory record in the last 100 bytes: not a zip archive, or truncated"}
+    "no end of central directory record in the last 100 bytes: not a zip archive, or truncated", "path": "cut.pt"}
 v = d["files"][0]
 assert (v["stored_bytes"], v["referenced_bytes"], len(v["tensors"])) == (656, 252, 6), v
 ' "$OUT" || fail "--json document: $(head -c 600 "$OUT")"
@@ -127,7 +127,9 @@ assert len(paths) == 4 and paths[0].endswith("torch/views.pt") and paths[1:] == 
 assert len(d["files"][0]["tensors"]) == 6, d["files"][0]
 errors = [f["error"] for f in d["files"][1:]]
 assert errors[0] == {"code": "corrupt", "record": "\\x9dare_tensor/data.pkl", "offset": 30, "message":
-    "local header names \"bare_tensor/data.pkl\", the central directory \"\\x9dare_tensor/data.pkl\""}, errors[0]
+    "local header names \"bare_tensor/data.pkl\", the central directory \"\\x9dare_tensor/data.pkl\"",
+    "path": "badname.pt"}, errors[0]
+assert [e["path"] for e in errors] == paths[1:], errors
 assert errors[1]["record"] == "\x1b\n\\\x00\\xff\tensor/data.pkl" and errors[1]["offset"] == 512, errors[1]
 assert errors[2]["record"] == "bare_tensor/data/\x1b", errors[2]
 assert errors[2]["message"] == "storage \x27\x1b\x27 has no record bare_tensor/data/\x1b", errors[2]

@@ -53,7 +53,7 @@ expect "one argument" 2 "zerofold: merge: needs CKPT_DIR and OUT
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt
 expect "stdout" 2 "zerofold: merge: OUT must be a file or folder name; merge does not write to stdout
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt -
-expect "--dtype int8" 2 "zerofold: merge: --dtype takes float32, float16 or bfloat16, not 'int8'
+expect "--dtype int8" 2 "zerofold: merge: --dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'int8'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --dtype int8 ckpt out.bin
 expect "--to onnx" 2 "zerofold: merge: --to takes torch or safetensors, not 'onnx'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --to onnx ckpt out
@@ -116,10 +116,10 @@ assert d["warnings"] == [] and d["index"] is None and d["removed"] == []
 EOF
 then ok; else bad "json document" "$(cat out.txt)"; fi
 expect "json error" 3 "zerofold: nope: not found: no such folder" "$Z" merge --json nope out
-if [ "$(cat out.txt)" = '{"error":{"code":"not found","record":"","offset":null,"message":"no such folder"}}' ]
+if [ "$(cat out.txt)" = '{"error":{"code":"not found","record":"","offset":null,"message":"no such folder","path":"nope"}}' ]
 then ok; else bad "json error document" "$(cat out.txt)"; fi
 "$Z" merge --force --progress ckpt out >out.txt 2>err.txt
-if grep -q $'\r.*merge \[' err.txt && [ "$(tail -c 4 err.txt | od -An -c | tr -d ' ')" = '\r033[K' ]; then ok
+if grep -q $'\r.*merge ckpt -> out \[' err.txt && [ "$(tail -c 4 err.txt | od -An -c | tr -d ' ')" = '\r033[K' ]; then ok
 else bad "progress on stderr, cleared at the end" "$(od -c err.txt | tail -3)"; fi
 "$Z" merge --force --no-progress ckpt out >out.txt 2>err.txt
 [ ! -s err.txt ] && ok || bad "no progress" "$(cat err.txt)"

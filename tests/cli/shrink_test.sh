@@ -119,7 +119,7 @@ expect "corrupt pickle, --json" 1 "zerofold: $T/stop_flipped.pt: state_dict/data
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d == {"error": {"code": "corrupt", "record": "state_dict/data.pkl", "offset": 905,
-                       "message": "unknown opcode 0xd1"}}, d' "$OUT" || fail "--json error object: $(cat "$OUT")"
+                       "message": "unknown opcode 0xd1", "path": sys.argv[2]}}, d' "$OUT" "$T/stop_flipped.pt" || fail "--json error object: $(cat "$OUT")"
 expect_empty_dir "bad input, --json" "$T/w"
 
 # --- an existing OUT is refused without --force; OUT = IN without --in-place -------------

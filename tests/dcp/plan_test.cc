@@ -57,6 +57,7 @@ TEST_CASE("SelectKeys --select: the subtree, named relative to it; '' everything
   REQUIRE(s.ok());
   CHECK_EQ(s->names, std::vector<std::string>{"w.exp_avg", "w.step"});
   CHECK_EQ(s->left_out, std::map<std::string, size_t>{{"model", 1}, {"optimizer", 1}});
+  CHECK_EQ(s->left_out_why.at("model"), LeftOutWhy::kNotSelected);
   s = SelectKeys(md, std::string("model.w"));
   REQUIRE(s.ok());
   CHECK_EQ(s->names, std::vector<std::string>{"model.w"});
@@ -69,12 +70,62 @@ TEST_CASE("SelectKeys --select: the subtree, named relative to it; '' everything
 }
 
 TEST_CASE("KeyGroup: training-state groups by their first component, the rest is the model") {
-  CHECK_EQ(KeyGroup("optimizer.state.w"), "optimizer");
-  CHECK_EQ(KeyGroup("lr_scheduler"), "lr_scheduler");
-  CHECK_EQ(KeyGroup("train_state.step"), "train_state");
-  CHECK_EQ(KeyGroup("dataloader.x"), "dataloader");
-  CHECK_EQ(KeyGroup("optimizers.x"), "model");
-  CHECK_EQ(KeyGroup("model.layers.0"), "model");
+  const std::map<std::string, LeftOutWhy> training = TrainingStateGroups(Keys(
+      {{"optimizer.state.w", true}, {"lr_scheduler", true}, {"train_state.step", true}, {"dataloader.x", true},
+       {"optimizers.x", true}, {"model.layers.0", true}}));
+  CHECK_EQ(KeyGroup(training, "optimizer.state.w"), "optimizer");
+  CHECK_EQ(KeyGroup(training, "lr_scheduler"), "lr_scheduler");
+  CHECK_EQ(KeyGroup(training, "train_state.step"), "train_state");
+  CHECK_EQ(KeyGroup(training, "dataloader.x"), "dataloader");
+  CHECK_EQ(KeyGroup(training, "optimizers.x"), "model");
+  CHECK_EQ(KeyGroup(training, "model.layers.0"), "model");
+}
+
+TEST_CASE("SelectKeys: torch's {model, optim} recipe gives the model, 'model.' stripped, optim left out") {
+  // As torch 2.6's get_state_dict + dcp.save({"model": ..., "optim": ...}) names them.
+  Metadata md = Keys({{"model.embed.weight", true},
+                      {"model.layer.bias", true},
+                      {"optim.state.embed.weight.exp_avg", true},
+                      {"optim.state.embed.weight.exp_avg_sq", true},
+                      {"optim.state.layer.bias.step", true},
+                      {"optim.param_groups.0.lr", false}});
+  Result<Selection> s = SelectKeys(md, std::nullopt);
+  REQUIRE(s.ok());
+  CHECK_EQ(s->names, std::vector<std::string>{"embed.weight", "layer.bias"});
+  CHECK(s->stripped_model_prefix);
+  CHECK_EQ(s->left_out, std::map<std::string, size_t>{{"optim", 3}});
+  CHECK_EQ(s->left_out_why, std::map<std::string, LeftOutWhy>{{"optim", LeftOutWhy::kName}});
+  CHECK_EQ(s->non_tensor, 1u);
+}
+
+TEST_CASE("SelectKeys: a group of any name holding only optimizer state is left out by what it holds") {
+  Metadata md = Keys({{"model.w", true},
+                      {"opt_state.state.w.exp_avg", true},
+                      {"opt_state.state.0.momentum_buffer", true},
+                      {"opt_state.param_groups.0.lr", true},
+                      {"sgd.state.w.momentum_buffer", true},
+                      {"ema.state.w", true},           // no state name last: not optimizer state
+                      {"half.state.w.exp_avg", true},  // one key of the group is no optimizer state:
+                      {"half.w", true}});              // the group stays
+  const std::map<std::string, LeftOutWhy> training = TrainingStateGroups(md);
+  CHECK_EQ(training, std::map<std::string, LeftOutWhy>{{"opt_state", LeftOutWhy::kOptimizerState},
+                                                       {"sgd", LeftOutWhy::kOptimizerState}});
+  Result<Selection> s = SelectKeys(md, std::nullopt);
+  REQUIRE(s.ok());
+  CHECK_EQ(s->names, std::vector<std::string>{"model.w", "ema.state.w", "half.state.w.exp_avg", "half.w"});
+  CHECK_FALSE(s->stripped_model_prefix);
+  CHECK_EQ(s->left_out, std::map<std::string, size_t>{{"opt_state", 3}, {"sgd", 1}});
+  CHECK_EQ(s->left_out_why.at("sgd"), LeftOutWhy::kOptimizerState);
+  CHECK_EQ(LeftOutWhyName(LeftOutWhy::kOptimizerState), "optimizer state");
+}
+
+TEST_CASE("SelectKeys: Hugging Face names at the top ('model.layers', 'lm_head') all stay, unstripped") {
+  Result<Selection> s = SelectKeys(Keys({{"model.layers.0.w", true}, {"lm_head.weight", true},
+                                          {"optim.state.lm_head.weight.exp_avg", true}}),
+                                   std::nullopt);
+  REQUIRE(s.ok());
+  CHECK_EQ(s->names, std::vector<std::string>{"model.layers.0.w", "lm_head.weight"});
+  CHECK_FALSE(s->stripped_model_prefix);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "io/cursor.h"
 #include "io/mem.h"
 #include "support/checkpoint_builder.h"
+#include "support/fixtures.h"
+#include "torch/read.h"
 
 namespace zerofold::gather {
 namespace {
@@ -36,6 +38,17 @@ std::vector<uint32_t> Expected(const testing::View& v) {
   }
 }
 
+// A stored storage whose byte 0 is at `prefix` in the file.
+torch::Storage StoredAt(size_t prefix, uint64_t nbytes) {
+  static const std::string kKey = "0", kRecord = "archive/data/0";
+  torch::Storage s;
+  s.key = kKey;
+  s.record = kRecord;
+  s.data_offset = prefix;
+  s.nbytes = s.record_size = nbytes;
+  return s;
+}
+
 struct Got {
   std::vector<uint32_t> values;
   std::vector<size_t> chunk_sizes;
@@ -44,7 +57,7 @@ struct Got {
 Got Run(Gatherer& g, const io::MemSource& src, size_t prefix, const testing::View& v) {
   torch::Checkpoint ckpt = testing::BuildCheckpoint({0}, {v});
   Got got;
-  Status s = g.Gather(src, prefix, ckpt.tensors[0], [&](std::span<const std::byte> chunk) {
+  Status s = g.Gather(src, StoredAt(prefix, src.size() - prefix), ckpt.tensors[0], [&](std::span<const std::byte> chunk) {
     got.chunk_sizes.push_back(chunk.size());
     for (size_t i = 0; i + 4 <= chunk.size(); i += 4) got.values.push_back(io::DecodeU32le(chunk.data() + i));
     return Status::OK();
@@ -97,7 +110,7 @@ TEST_CASE("a view past the end of the file is a read error at its offset") {
   io::MemSource src = Storage(8, 16);  // 8 + 64 bytes
   Gatherer g(64);
   torch::Checkpoint ckpt = testing::BuildCheckpoint({0}, {{"far", 0, DType::kInt32, {4}, {8}, 10}});
-  Status s = g.Gather(src, 8, ckpt.tensors[0], [](std::span<const std::byte>) { return Status::OK(); });
+  Status s = g.Gather(src, StoredAt(8, 160), ckpt.tensors[0], [](std::span<const std::byte>) { return Status::OK(); });
   CHECK_EQ(s.code(), Code::kCorrupt);
   CHECK_EQ(s.offset(), 80u);  // element 18, at 8 + 72, starts past the 72-byte file
 }
@@ -107,12 +120,60 @@ TEST_CASE("an emit error stops the gather") {
   Gatherer g(64);
   torch::Checkpoint ckpt = testing::BuildCheckpoint({0}, {{"t", 0, DType::kInt32, {4096}, {1}, 0}});
   int calls = 0;
-  Status s = g.Gather(src, 0, ckpt.tensors[0], [&](std::span<const std::byte>) {
+  Status s = g.Gather(src, StoredAt(0, src.size()), ckpt.tensors[0], [&](std::span<const std::byte>) {
     ++calls;
     return Status::IOError("disk full");
   });
   CHECK_EQ(s.code(), Code::kIO);
   CHECK_EQ(calls, 1);
+}
+
+// Every view of a checkpoint gathered into one byte string, in tensor order.
+std::vector<std::byte> GatherAll(const io::MemSource& src, size_t buffer) {
+  Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(src);
+  REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
+  Gatherer g(buffer);
+  std::vector<std::byte> out;
+  for (const torch::Tensor& t : ckpt->tensors) {
+    Status s = g.Gather(src, ckpt->storages[t.storage], t, [&](std::span<const std::byte> chunk) {
+      out.insert(out.end(), chunk.begin(), chunk.end());
+      return Status::OK();
+    });
+    REQUIRE_MESSAGE(s.ok(), s.ToString());
+  }
+  CHECK(g.Finish().ok());
+  return out;
+}
+
+TEST_CASE("a deflated archive's views gather as its stored original's") {
+  // fixtures/bad/deflated.pt is fixtures/torch/state_dict.pt with every record deflated.
+  io::MemSource stored("state_dict.pt", testing::Fixture("torch/state_dict.pt"));
+  io::MemSource deflated("deflated.pt", testing::Fixture("bad/deflated.pt"));
+  for (size_t buffer : {size_t{64}, size_t{4096}}) {
+    CAPTURE(buffer);
+    std::vector<std::byte> want = GatherAll(stored, buffer);
+    CHECK(want.size() > 300);
+    CHECK(GatherAll(deflated, buffer) == want);
+  }
+}
+
+TEST_CASE("a deflated record whose CRC-32 fails is refused by Finish") {
+  std::vector<std::byte> bytes = testing::Fixture("bad/deflated.pt");
+  io::MemSource clean("deflated.pt", bytes);
+  Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(clean);
+  REQUIRE(ckpt.ok());
+  // The central directory's CRC-32 of the first storage's record, flipped:
+  // the ReadCheckpoint result still describes the record, its end fails.
+  torch::Storage s = ckpt->storages[ckpt->tensors[0].storage];
+  REQUIRE_EQ(s.method, 8);
+  s.crc32 ^= 1;
+  Gatherer g(64);
+  torch::Tensor first = ckpt->tensors[0];
+  Status gathered = g.Gather(clean, s, first, [](std::span<const std::byte>) { return Status::OK(); });
+  Status finished = gathered.ok() ? g.Finish() : gathered;
+  CHECK_EQ(finished.code(), Code::kCorrupt);
+  CHECK_EQ(finished.record(), s.record);
+  CHECK_EQ(finished.path(), "deflated.pt");
 }
 
 }  // namespace

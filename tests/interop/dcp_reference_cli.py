@@ -28,7 +28,11 @@ import torch  # noqa: E402
 import torch_oracle as oracle  # noqa: E402
 
 BREAK = os.environ.get("ZF_REFERENCE_BREAK", "")
-NON_MODEL = ("optimizer", "lr_scheduler", "dataloader", "train_state")
+NON_MODEL = ("optimizer", "optim", "lr_scheduler", "dataloader", "train_state")
+# torch.optim's per-param state names: GROUP.state.<param>.<name>
+OPTIMIZER_STATE = {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "grad_avg",
+                   "acc_delta", "sum", "exp_inf", "mu_product", "eta", "mu", "ax", "prev", "step_size", "row_var",
+                   "col_var", "variance"}
 SCHEMA = {
     ("torch.distributed._shard.checkpoint.metadata", n) for n in (
         "Metadata", "TensorStorageMetadata", "ChunkStorageMetadata", "BytesStorageMetadata", "MetadataIndex")
@@ -246,13 +250,50 @@ def read_hf(folder):
 
 # --------------------------------------------------------------------------------------------
 
+def training_groups(keys):
+    """{group: why} for the top-level groups of tensor keys that are not model weights: by
+    name, or holding only optimizer state (GROUP.state.<param>.<state name>, GROUP.param_groups.*)."""
+    out = {}
+    groups = collections.defaultdict(list)
+    for k in keys:
+        groups[k.split(".")[0]].append(k)
+    for g, ks in groups.items():
+        def optimizer_key(k):
+            parts = k.split(".")
+            if len(parts) > 1 and parts[1] == "param_groups":
+                return True
+            return len(parts) >= 4 and parts[1] == "state" and parts[-1] in OPTIMIZER_STATE
+        if BREAK == "keep-optim" and g == "optim":
+            continue
+        if g in NON_MODEL:
+            out[g] = "name"
+        elif any(k.split(".")[1:2] == ["state"] for k in ks) and \
+                all(optimizer_key(k) for k in ks):
+            out[g] = "optimizer state"
+    return out
+
+
+def left_out(keys, args):
+    """({group: tensors left out}, {group: why}) for the options."""
+    chosen = {k for k, _ in select(keys, dict(args, only=None))}
+    training = training_groups(keys)
+    counts, why = collections.Counter(), {}
+    for k in keys:
+        if k not in chosen:
+            g = k.split(".")[0]
+            counts[g] += 1
+            why[g] = "not selected" if args.get("select") is not None else training[g]
+    return dict(counts), why
+
+
 def select(keys, args):
     """[(stored key, output name)] for the options."""
     if args.get("select") is not None:
         p = args["select"]
         chosen = [(k, k[len(p) + 1:]) for k in keys if k.startswith(p + ".")]
     else:
-        model = [k for k in keys if k.split(".")[0] not in NON_MODEL]
+        training = training_groups(keys)
+        model = [k for k in keys if k.split(".")[0] not in training]
         strip = model and all(k.startswith("model.") for k in model) and BREAK != "keep-prefix"
         chosen = [(k, k[6:] if strip else k) for k in model]
     if args.get("only"):
@@ -341,7 +382,8 @@ def merge(argv):
         print(json.dumps({"dry_run": True, "tensors": list(tensors)}))
         return 0
     paths = write_outputs(tensors, out, args)
-    print(json.dumps({"outputs": [{"path": p} for p in paths]}))
+    counts, why = left_out(keys if kind == "metadata" else list(full), args)
+    print(json.dumps({"outputs": [{"path": p} for p in paths], "left_out": counts, "left_out_why": why}))
     return 0
 
 

@@ -15,8 +15,11 @@ compared element for element, bit for bit, with the case's expected.pt / expecte
   merge CKPT OUT/ --to safetensors   OUT/model.safetensors: same names and values
   merge --dtype bfloat16             floating tensors equal expected .to(torch.bfloat16),
                                      others unchanged (torch's rounding)
-  merge --select optimizer           (cases with optimizer keys) the `optimizer.` tensors of
-                                     expected_all.pt, named without the `optimizer.` prefix
+  merge --select optimizer|optim     (cases with optimizer keys) the `optimizer.` (or torch's
+                                     recipe's `optim.`) tensors of expected_all.pt, named
+                                     without that prefix
+  merge --json: left_out             (cases whose info.json lists left_out) the groups left
+                                     out with their tensor counts, and left_out_why
   merge --select model               (cases whose keys start with `model.`) = expected.pt
   merge --only GLOB                  the default output's names matching GLOB (fnmatch)
   merge --dry-run / --verify         exit 0; --dry-run writes nothing
@@ -154,13 +157,37 @@ def check_dtype(case, tmp):
     check_tensors(load_torch(out), cast(expected(case), torch.bfloat16), ordered_case(case), "--dtype bfloat16")
 
 
+def optimizer_group(case):
+    """The case's optimizer group: `optimizer` (Accelerate, TorchTitan) or `optim` (torch's
+    DCP recipe); None when it has none."""
+    keys = info(case)["folders"][info(case).get("merged_folder", ".")]["tensor_keys"]
+    for g in ("optimizer", "optim"):
+        if any(k.startswith(g + ".") for k in keys):
+            return g
+    return None
+
+
 def check_select_optimizer(case, tmp):
+    group = optimizer_group(case)
     out = os.path.join(tmp, "opt.bin")
-    merge(ckpt(case), out, "--select", "optimizer")
-    want = subtree(expected(case, "expected_all.pt"), "optimizer")
+    merge(ckpt(case), out, "--select", group)
+    want = subtree(expected(case, "expected_all.pt"), group)
     if not want:
         raise Failure("case has no optimizer tensors")
-    check_tensors(load_torch(out), want, ordered_case(case), "--select optimizer")
+    check_tensors(load_torch(out), want, ordered_case(case), f"--select {group}")
+
+
+def check_left_out(case, tmp):
+    """The default merge says what it left out: info.json's left_out groups with their tensor
+    counts, each for a reason (its name, or the optimizer state it holds)."""
+    r = merge(ckpt(case), os.path.join(tmp, "m.bin"))
+    doc = json.loads(r.stdout)
+    want = info(case)["left_out"]
+    if doc.get("left_out") != want:
+        raise Failure(f"left_out {doc.get('left_out')} != {want}")
+    why = doc.get("left_out_why", {})
+    if set(why) != set(want) or not all(w in ("name", "optimizer state") for w in why.values()):
+        raise Failure(f"left_out_why {why} for {want}")
 
 
 def check_select_model(case, tmp):
@@ -259,8 +286,10 @@ def walk_dicts(x):
 def checks_for(case):
     i = info(case)
     out = [check_torch, check_safetensors, check_dtype, check_only, check_dry_run_and_verify, check_inspect]
-    if any(k.startswith("optimizer.") for k in i["folders"][i.get("merged_folder", ".")]["tensor_keys"]):
+    if optimizer_group(case):
         out.append(check_select_optimizer)
+    if "left_out" in i:
+        out.append(check_left_out)
     if i.get("model_prefix_stripped"):
         out.append(check_select_model)
     if case == "dim0_ws2":
@@ -354,7 +383,7 @@ def self_test():
     ZEROFOLD[:] = reference
     rc = main_check([])
     caught = 0
-    modes = {"keep-prefix": ["accelerate_ws4"], "flip-bit": ["dim0_ws2"], "reorder": ["titan_ws2"],
+    modes = {"keep-prefix": ["accelerate_ws4"], "keep-optim": ["v26_recipe_optim_ws2"], "flip-bit": ["dim0_ws2"], "reorder": ["titan_ws2"],
              "skip-bounds": ["bad/past_file_end", "bad/outside_shape"], "skip-overlap": ["bad/overlap"],
              "follow-paths": ["bad/path_traversal", "bad/absolute_path"],
              "ignore-transforms": ["bad/unknown_transform"], "no-cast": ["dtypes_ws2"],

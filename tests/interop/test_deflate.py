@@ -169,6 +169,43 @@ class DeflateTest(unittest.TestCase):
         self.assertIn(int(m.group(1)), (start, start + 1))
         self.assertFalse(os.path.exists(self.path("x.pt")))
 
+    def test_diff_reads_deflated_records(self):
+        """diff of a deflated rewrite against torch.save files: the values torch loads. B is
+        the original with torch changing a few elements; diff must count exactly those and
+        report torch's own largest difference."""
+        _, made = self.sources()[0]
+        want = oracle.load(made)
+        changed = {k: v.clone() for k, v in want.items()}
+        changed["w"][3, 7] += 0.25
+        changed["t"][5, 2] = -changed["t"][5, 2]
+        changed["ids"][99999] += 1
+        other = self.path("other.pt")
+        torch.save(changed, other)
+        for level in (1, 6, 9):
+            with self.subTest(level=level):
+                dst = self.path("deflated.pt")
+                rewrite(made, dst, zipfile.ZIP_DEFLATED, level)
+                self.assertEqual(methods(dst), {zipfile.ZIP_DEFLATED})
+                for a, b in ((dst, made), (made, dst), (dst, dst)):
+                    r = run("diff", a, b)
+                    self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
+                r = run("diff", "--json", dst, other)
+                self.assertEqual(r.returncode, 1, r.stderr.decode())
+                doc = {t["name"]: t for t in json.loads(r.stdout)["tensors"]}
+                self.assertEqual(sorted(doc), sorted(want))
+                for name, t in want.items():
+                    d = doc[name]
+                    diff = (t.double() - changed[name].double()).abs()
+                    self.assertEqual(d["differing"], int((t != changed[name]).sum()), name)
+                    self.assertEqual(d["max_abs_diff"], float(diff.max()), name)
+                    if d["differing"]:
+                        first = (t != changed[name]).flatten().nonzero()[0].item()
+                        flat = []
+                        for size in reversed(t.shape):
+                            flat.insert(0, first % size)
+                            first //= size
+                        self.assertEqual(d["first_index"], flat, name)
+
     def test_merge_of_deflated_rank_files(self):
         ckpt = os.path.join(ROOT, "fixtures", "deepspeed", DS_CASE, "ckpt")
         copy = self.path("ckpt")

@@ -509,7 +509,7 @@ class Dtype(Tmp):
     def test_bad_targets_are_usage_errors(self):
         p = run("--dtype", "float64", fixture("torch/state_dict.pt"), self.out("x.pt"), ok=False)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("--dtype takes bfloat16, float16 or float32, not 'float64'", p.stderr)
+        self.assertIn("--dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'float64'", p.stderr)
 
 
 # ---------------------------------------------------------------------------------------

@@ -375,7 +375,16 @@ TEST_CASE("--dtype targets and what each dtype becomes") {
   CHECK_EQ(shrink::ParseCastTarget("float16"), DType::kFloat16);
   CHECK_EQ(shrink::ParseCastTarget("float32"), DType::kFloat32);
   CHECK_FALSE(shrink::ParseCastTarget("float64"));
-  CHECK_FALSE(shrink::ParseCastTarget("half"));
+  // The short names users type.
+  CHECK_EQ(shrink::ParseCastTarget("bf16"), DType::kBFloat16);
+  CHECK_EQ(shrink::ParseCastTarget("fp16"), DType::kFloat16);
+  CHECK_EQ(shrink::ParseCastTarget("half"), DType::kFloat16);
+  CHECK_EQ(shrink::ParseCastTarget("fp32"), DType::kFloat32);
+  CHECK_EQ(shrink::ParseCastTarget("float"), DType::kFloat32);
+  for (const char* bad : {"", "BF16", "fp64", "double", "bfloat", "torch.float16", "f16", "halff"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(shrink::ParseCastTarget(bad));
+  }
   CHECK_EQ(shrink::OutputDType(DType::kFloat64, DType::kBFloat16).value(), DType::kBFloat16);
   CHECK_EQ(shrink::OutputDType(DType::kFloat32, std::nullopt).value(), DType::kFloat32);
   CHECK_EQ(shrink::OutputDType(DType::kInt64, DType::kFloat16).value(), DType::kInt64);
