@@ -68,7 +68,9 @@ typedef enum zf_code {
   ZF_E_IO = 7,               /* the operating system failed a read or
                                 write                                    exit 3 */
   ZF_E_INTERNAL = 8,         /* a zerofold bug                           exit 4 */
-  ZF_E_NOMEM = 9             /* out of memory                            exit 4 */
+  ZF_E_NOMEM = 9,            /* out of memory                            exit 4 */
+  ZF_CANCELLED = 10          /* the call was asked to stop (the CLI:
+                                SIGINT, SIGTERM, SIGHUP)            exit 128+N */
 } zf_code;
 
 /* zf_error.offset when no offset is known. */
@@ -111,7 +113,8 @@ typedef struct zf_error {
 } zf_error;
 
 /* "ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
- * "not found", "io", "internal", "out of memory" (the CLI's wording);
+ * "not found", "io", "internal", "out of memory", "cancelled" (the CLI's
+ * wording);
  * "unknown" for any other value. A static string; never NULL. */
 ZF_EXPORT const char* zf_code_name(zf_code code) ZF_NOEXCEPT;
 

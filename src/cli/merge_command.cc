@@ -12,6 +12,7 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "merge/merge.h"
 #include "model/listing_json.h"
 #include "shrink/cast.h"
@@ -412,9 +413,9 @@ int RunMerge(const std::vector<std::string>& argv) {
   Progress progress(show_progress);
   options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(phase, done, total); };
 
-  Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(CommandEnv(), ckpt, out, options);
   progress.Clear();
-  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(CommandEnv());
   if (!r.ok()) {
     return CommandFailed(r.status(), as_json);
   }
