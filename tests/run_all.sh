@@ -59,6 +59,8 @@ run() {
 run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
 run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
+run "capi: callback_test (C, the caller's bytes)" "$BUILD/tests/capi/callback_test"
+run "capi: install_test.sh (meson install, pkg-config)" env ZEROFOLD="$BUILD/zerofold" bash tests/capi/install_test.sh "$BUILD"
 for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
   run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"
