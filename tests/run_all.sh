@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need (Debian 12), builds,
 # and runs every test: the source tree's layering (tests/layers_test.py), doctest unit
-# tests, CLI tests, torch interop tests, the
+# tests, the C API's tests (and an install into a temp folder), the HTTP
+# example against a real nginx, CLI tests, torch interop tests, the
 # Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
 # each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(meson ninja-build pkg-config g++ libzstd-dev libxxhash-dev doctest-dev python3-torch python3-numpy zstd
-          clang-14 libclang-rt-14-dev munge slurmctld slurmd slurm-client)
+          clang-14 libclang-rt-14-dev munge slurmctld slurmd slurm-client libcurl4-openssl-dev nginx-light)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -61,6 +62,9 @@ run() {
 run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
 run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
+run "capi: callback_test (C, the caller's bytes)" "$BUILD/tests/capi/callback_test"
+run "capi: install_test.sh (meson install, pkg-config)" env ZEROFOLD="$BUILD/zerofold" bash tests/capi/install_test.sh "$BUILD"
+run "examples: http_test.sh (http_convert against nginx)" env ZEROFOLD="$BUILD/zerofold" HTTP_CONVERT="$BUILD/examples/http/http_convert" bash tests/examples/http_test.sh
 for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
   run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"

@@ -34,6 +34,8 @@ enum class Code : int {
   kNotFound = 6,         // a named file or record does not exist
   kIO = 7,               // the operating system failed a read or write
   kInternal = 8,         // a zerofold bug
+  // 9 is the C API's ZF_E_NOMEM, which no Status carries.
+  kCancelled = 10,       // the run was asked to stop (a signal, the caller)
 };
 
 // "corrupt", "unsupported", ... as printed in error lines.
@@ -61,6 +63,7 @@ class [[nodiscard]] Status {
   static Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
   static Status IOError(std::string message) { return Status(Code::kIO, std::move(message)); }
   static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
+  static Status Cancelled(std::string message) { return Status(Code::kCancelled, std::move(message)); }
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }

@@ -1,4 +1,5 @@
-/* zerofold C API: shrink, merge, inspect and verify PyTorch checkpoints from
+/* zerofold C API: shrink, convert, merge, inspect, verify and diff PyTorch
+ * checkpoints, over files or the caller's own bytes (zf_env), from
  * C (or any language with a C FFI), without Python or libtorch.
  *
  * Conventions (as in LevelDB's include/leveldb/c.h):
@@ -21,8 +22,10 @@
  *     options handle may be shared by concurrent calls once set up; it must
  *     not be changed or destroyed while a call uses it.
  *
- * The library is C++: a C program links it with the C++ runtime and the
- * libraries it uses (-lzerofold -lzstd -lxxhash -lstdc++ -lpthread; meson
+ * Linking: `cc p.c $(pkg-config --cflags --libs zerofold)` against the
+ * installed libzerofold.so, which exports these zf_ names only. The static
+ * libzerofold.a is C++ inside: add the C++ runtime and the libraries it
+ * uses (pkg-config --static: -lzstd -lxxhash -lstdc++ -lpthread; meson
  * does this for a target that depends on zerofold_dep).
  */
 #ifndef ZEROFOLD_ZEROFOLD_H_
@@ -52,8 +55,9 @@ extern "C" {
 
 /* What went wrong, chosen by what the caller does next. The values are part
  * of the interface: they never change, and new codes are only appended.
- * ZF_E_CORRUPT .. ZF_E_INTERNAL equal the library's Status codes
- * (zerofold/status.h); the comment gives the CLI's exit code for each. */
+ * ZF_E_CORRUPT .. ZF_E_INTERNAL and ZF_CANCELLED equal the library's
+ * Status codes (zerofold/status.h); the comment gives the CLI's exit code
+ * for each. */
 typedef enum zf_code {
   ZF_OK = 0,                 /* success                                  exit 0 */
   ZF_E_CORRUPT = 1,          /* bytes contradict the format              exit 1 */
@@ -68,7 +72,10 @@ typedef enum zf_code {
   ZF_E_IO = 7,               /* the operating system failed a read or
                                 write                                    exit 3 */
   ZF_E_INTERNAL = 8,         /* a zerofold bug                           exit 4 */
-  ZF_E_NOMEM = 9             /* out of memory                            exit 4 */
+  ZF_E_NOMEM = 9,            /* out of memory                            exit 4 */
+  ZF_CANCELLED = 10          /* the call was asked to stop (a progress
+                                callback or an I/O callback returned it;
+                                the CLI: SIGINT, SIGTERM, SIGHUP)   exit 128+N */
 } zf_code;
 
 /* zf_error.offset when no offset is known. */
@@ -111,7 +118,8 @@ typedef struct zf_error {
 } zf_error;
 
 /* "ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
- * "not found", "io", "internal", "out of memory" (the CLI's wording);
+ * "not found", "io", "internal", "out of memory", "cancelled" (the CLI's
+ * wording);
  * "unknown" for any other value. A static string; never NULL. */
 ZF_EXPORT const char* zf_code_name(zf_code code) ZF_NOEXCEPT;
 
@@ -124,11 +132,115 @@ ZF_EXPORT void zf_free(void* p) ZF_NOEXCEPT;
 
 /* Progress: called with the bytes done so far and the total, at most once
  * per buffer, on the thread that made the call. `phase` is "shrink",
- * "merge" or "verify"; `done` starts again from 0 when the phase changes
- * and, for a folder shrunk file by file, with each file. It must return
- * normally (no exception, no longjmp) and must not change or destroy the
- * options handle in use. */
-typedef void (*zf_progress_fn)(void* user, const char* phase, uint64_t done, uint64_t total);
+ * "convert", "merge" or "verify"; `done` starts again from 0 when the phase
+ * changes and, for a folder shrunk file by file, with each file. Return 0
+ * to go on; any other value stops the call: its next read or write fails,
+ * it removes what it wrote (as a failed call does) and returns
+ * ZF_CANCELLED. It must return normally (no exception, no longjmp) and must
+ * not change or destroy the options handle in use. */
+typedef int (*zf_progress_fn)(void* user, const char* phase, uint64_t done, uint64_t total);
+
+/* ---- The caller's bytes: inputs and outputs through callbacks ---------- */
+
+/* By default every call reads and writes the operating system's files. A
+ * zf_env hands either side, or both, to the caller: the inputs (a file read
+ * at random offsets, folders listed) and the outputs (files written front
+ * to back, each committed or aborted). Every command runs unchanged over
+ * them: zf_inspect_json_env, zf_shrink, zf_convert, zf_merge (with
+ * zf_*_options_set_env), zf_verify_env, zf_diff_env, and parts.
+ *
+ * Names. The callbacks receive the names the call was given and names made
+ * from them by joining with '/' (IN "s3://b/ckpt" -> "s3://b/ckpt/config.json";
+ * a folder is whatever stat calls one). A name equal to the call's OUT, or
+ * below it (OUT "/" NAME), is an output name: the output side stats, lists,
+ * creates and removes it; every other name is an input name. A side without
+ * callbacks is the operating system's files, so a caller may read over HTTP
+ * and write local files, or the reverse.
+ *
+ * Each callback returning zf_code returns ZF_OK, or an error code (ZF_E_IO,
+ * ZF_E_NOT_FOUND, ZF_CANCELLED, ...) and may write why into `why` (a buffer
+ * of why_size bytes, NUL-terminated; left empty, the library says which
+ * callback failed): the call then fails with that code, the name as path,
+ * the offset of a read, and the caller's message, unchanged.
+ *
+ * Threading: callbacks are called only on the thread that made the zf_
+ * call, one at a time; `user` is passed back as given.
+ *
+ * Writes are sequential: each output file is created, written in one pass
+ * from its first byte to its last (never a seek back, never a rewrite: what
+ * an object store's multipart upload takes), then committed, or aborted
+ * when the call fails or stops. A file appears under its name only by
+ * commit. A folder output commits its files when each is complete and its
+ * index last; when the call fails after some commits, it removes them
+ * again (the remove callback), so a failed call leaves no output (a part,
+ * zf_*_options_set_part, keeps its complete files). Options that read an
+ * output back before committing it (verify) are refused with output
+ * callbacks: ZF_E_INVALID_ARGUMENT; so is in_place, and "-" (standard
+ * output) as OUT. */
+
+/* What is at a name. */
+typedef enum zf_entry_kind { ZF_ENTRY_NONE = 0, ZF_ENTRY_FILE = 1, ZF_ENTRY_FOLDER = 2 } zf_entry_kind;
+
+/* Adds one entry of a folder listing: its name inside the folder (no '/'). */
+typedef void (*zf_list_add_fn)(void* list, const char* name, zf_entry_kind kind);
+
+/* The callbacks of one side. Set the ones the side needs, others NULL:
+ *   inputs:  stat, open, read_at, close; list for folder inputs (Hugging
+ *            Face, DeepSpeed, Distributed Checkpoint folders).
+ *   outputs: stat, create, write, commit, abort, remove; list for a folder
+ *            OUT holding an earlier save; open, read_at, close to read
+ *            committed files back (a part's complete files with verify,
+ *            finish with verify).
+ * The struct may grow at its end: pass sizeof(zf_file_ops) as ops_size. */
+typedef struct zf_file_ops {
+  /* *kind: what is at `name`; ZF_ENTRY_NONE (and ZF_OK) when nothing is.
+   * *size: a file's size in bytes. */
+  zf_code (*stat)(void* user, const char* name, zf_entry_kind* kind, uint64_t* size, char* why, size_t why_size);
+  /* Calls add(list, ...) once per entry of `folder`, in any order. */
+  zf_code (*list)(void* user, const char* folder, zf_list_add_fn add, void* list, char* why, size_t why_size);
+  /* Opens `name` for reading: *file is the caller's handle, passed to
+   * read_at and close; *size its size, fixed while open. ZF_E_NOT_FOUND
+   * when there is no such file. */
+  zf_code (*open)(void* user, const char* name, void** file, uint64_t* size, char* why, size_t why_size);
+  /* Reads up to len bytes at offset into buf; *got is the count, short only
+   * at the end of the file. */
+  zf_code (*read_at)(void* user, void* file, uint64_t offset, void* buf, size_t len, size_t* got, char* why,
+                     size_t why_size);
+  /* Releases a handle of open. Called once per successful open. */
+  void (*close)(void* user, void* file);
+  /* Begins output file `name`: *file is the caller's handle. Nothing may
+   * appear under `name` before commit. */
+  zf_code (*create)(void* user, const char* name, void** file, char* why, size_t why_size);
+  /* Appends len bytes: the bytes that follow those written before. */
+  zf_code (*write)(void* user, void* file, const void* data, size_t len, char* why, size_t why_size);
+  /* The file is complete: make it appear under its name, replacing what
+   * was there. */
+  zf_code (*commit)(void* user, void* file, char* why, size_t why_size);
+  /* Releases a handle of create that was not committed (the call failed,
+   * stopped, or the commit failed): discard what was written. */
+  void (*abort)(void* user, void* file);
+  /* Removes the committed file `name` (a folder output's file on failure,
+   * an earlier save's shard under force). */
+  zf_code (*remove)(void* user, const char* name, char* why, size_t why_size);
+} zf_file_ops;
+
+/* An environment: which side goes to callbacks. Made by zf_env_create
+ * (both sides the operating system's), released by zf_env_destroy (NULL
+ * ignored). It may be shared by concurrent calls once set up, if the
+ * callbacks allow it; it must not be changed or destroyed while a call
+ * uses it. NULL when out of memory. */
+typedef struct zf_env zf_env;
+ZF_EXPORT zf_env* zf_env_create(void) ZF_NOEXCEPT;
+ZF_EXPORT void zf_env_destroy(zf_env* env) ZF_NOEXCEPT;
+/* Hands the inputs (outputs) to `ops`, copied (ops_size bytes of it), with
+ * `user` passed to each callback; ops NULL gives the side back to the
+ * operating system. ZF_E_INVALID_ARGUMENT, the env unchanged, when a
+ * callback the side needs is NULL (the message names it) or ops_size is
+ * not a size some version of zf_file_ops had. */
+ZF_EXPORT zf_code zf_env_set_inputs(zf_env* env, const zf_file_ops* ops, size_t ops_size, void* user,
+                                    zf_error* err) ZF_NOEXCEPT;
+ZF_EXPORT zf_code zf_env_set_outputs(zf_env* env, const zf_file_ops* ops, size_t ops_size, void* user,
+                                     zf_error* err) ZF_NOEXCEPT;
 
 /* ---- shrink ------------------------------------------------------------ */
 
@@ -160,7 +272,9 @@ ZF_EXPORT void zf_shrink_options_set_force(zf_shrink_options* options, int on) Z
 /* Carry pickle globals that would run code through unchanged, never run
  * (--keep-unsafe); without it such inputs fail with ZF_E_UNSAFE. */
 ZF_EXPORT void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) ZF_NOEXCEPT;
-/* Write safetensors instead of torch files (--to safetensors). */
+/* The output format (--to): nonzero safetensors, 0 torch. Unset (the
+ * default): torch for zf_shrink; for zf_convert, OUT's name says
+ * (.safetensors; .bin, .pt, .pth, .ckpt; a trailing .zst ignored). */
 ZF_EXPORT void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, int on) ZF_NOEXCEPT;
 /* Cast floating tensors as torch's .to() does (--dtype): "bfloat16"
  * ("bf16"), "float16" ("fp16", "half") or "float32" ("fp32", "float");
@@ -179,7 +293,24 @@ ZF_EXPORT zf_code zf_shrink_options_set_max_shard_size(zf_shrink_options* option
 /* Bytes copied per read (--buffer-size; default 4 MiB): memory stays
  * O(buffer + metadata). ZF_E_INVALID_ARGUMENT outside 4 KiB .. 4 GiB. */
 ZF_EXPORT zf_code zf_shrink_options_set_buffer_bytes(zf_shrink_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
-/* Progress reports (phase "shrink"); fn NULL turns them off (the default). */
+/* Write each group of tied names once, the others recorded in
+ * __metadata__["zerofold.tied"] (--dedupe-tied); safetensors output only. */
+ZF_EXPORT void zf_shrink_options_set_dedupe_tied(zf_shrink_options* options, int on) ZF_NOEXCEPT;
+/* A numeric option, named as the CLI flag without "--": the limits on
+ * hostile input "max-pickle-depth" (default 1000), "max-pickle-memo"
+ * (2^26), "max-pickle-stack" (2^26), "max-pickle-nodes" (2^28),
+ * "max-pickle-bytes" (4 GiB), "max-graph-visits" (2^22), "max-path-depth"
+ * (10000); and for .zst names "zstd-level" (1..19, default 3),
+ * "zstd-threads" (0..256, default 0), "zstd-window-log-max" (10..31,
+ * default 27). ZF_E_INVALID_ARGUMENT, the option unchanged, for another
+ * name or a value out of range. */
+ZF_EXPORT zf_code zf_shrink_options_set_number(zf_shrink_options* options, const char* name, uint64_t value,
+                                               zf_error* err) ZF_NOEXCEPT;
+/* Read and write through `env` (the callbacks section above); NULL (the
+ * default) is the operating system's files. env must outlive the calls. */
+ZF_EXPORT void zf_shrink_options_set_env(zf_shrink_options* options, const zf_env* env) ZF_NOEXCEPT;
+/* Progress reports (phase "shrink" or "convert"); fn NULL turns them off
+ * (the default). A nonzero return stops the call (ZF_CANCELLED). */
 ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
 /* One part of a folder OUT, or its finish (--part; the contract is the
  * "Parts" comment below): `part` is "I/N" (I from 0 to N-1) or "finish",
@@ -249,6 +380,16 @@ typedef struct zf_shrink_report {
 ZF_EXPORT zf_code zf_shrink(const char* in, const char* out, const zf_shrink_options* options,
                             zf_shrink_report* report, zf_error* err) ZF_NOEXCEPT;
 
+/* Converts `in` into `out` as `zerofold convert [FLAGS] IN OUT` does, with
+ * the options of zf_shrink (both commands are one request, README
+ * "convert"): torch (zip or legacy) and safetensors files or Hugging Face
+ * folders to torch or safetensors, re-sharded (max_shard_size), cast
+ * (dtype) or selected (select). The format is to_safetensors when set,
+ * else OUT's name's; ZF_E_INVALID_ARGUMENT when neither says. Reports and
+ * errors as zf_shrink's. */
+ZF_EXPORT zf_code zf_convert(const char* in, const char* out, const zf_shrink_options* options,
+                             zf_shrink_report* report, zf_error* err) ZF_NOEXCEPT;
+
 /* ---- merge ------------------------------------------------------------- */
 
 /* Options of zf_merge; a handle for the reason given for zf_shrink_options. */
@@ -294,7 +435,15 @@ ZF_EXPORT zf_code zf_merge_options_set_max_shard_size(zf_merge_options* options,
 /* Bytes per read (--buffer-size; default 4 MiB). ZF_E_INVALID_ARGUMENT
  * outside 4 KiB .. 4 GiB. */
 ZF_EXPORT zf_code zf_merge_options_set_buffer_bytes(zf_merge_options* options, uint64_t bytes, zf_error* err) ZF_NOEXCEPT;
-/* Progress reports (phases "merge", then "verify"); fn NULL turns them off. */
+/* The limits on hostile input by name, as zf_shrink_options_set_number
+ * (no zstd options). */
+ZF_EXPORT zf_code zf_merge_options_set_number(zf_merge_options* options, const char* name, uint64_t value,
+                                              zf_error* err) ZF_NOEXCEPT;
+/* Read and write through `env`; NULL (the default) is the operating
+ * system's files. */
+ZF_EXPORT void zf_merge_options_set_env(zf_merge_options* options, const zf_env* env) ZF_NOEXCEPT;
+/* Progress reports (phases "merge", then "verify"); fn NULL turns them off.
+ * A nonzero return stops the call (ZF_CANCELLED). */
 ZF_EXPORT void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
 /* One part of a folder OUT, or its finish (--part; the contract is the
  * "Parts" comment above zf_shrink_report): "I/N" (I from 0 to N-1) or "finish"; NULL or "" (the
@@ -349,6 +498,9 @@ ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge
  * Returns ZF_OK when every file was listed; otherwise the code of the first
  * failure, whose path, record and offset fill err. */
 ZF_EXPORT zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
+/* zf_inspect_json over `env` (NULL: the operating system's files). */
+ZF_EXPORT zf_code zf_inspect_json_env(const zf_env* env, const char* path, char** json, size_t* json_length,
+                                      zf_error* err) ZF_NOEXCEPT;
 
 /* What zf_verify compared. The fields never change or move. */
 typedef struct zf_verify_report {
@@ -365,6 +517,9 @@ typedef struct zf_verify_report {
  * the readers' errors with the path of the file that failed. report may be
  * NULL (unspecified on failure). */
 ZF_EXPORT zf_code zf_verify(const char* a, const char* b, zf_verify_report* report, zf_error* err) ZF_NOEXCEPT;
+/* zf_verify over `env` (NULL: the operating system's files). */
+ZF_EXPORT zf_code zf_verify_env(const zf_env* env, const char* a, const char* b, zf_verify_report* report,
+                                zf_error* err) ZF_NOEXCEPT;
 
 /* ---- diff -------------------------------------------------------------- */
 
@@ -393,6 +548,10 @@ typedef struct zf_diff_report {
  * readers' errors with the path of the file that failed. */
 ZF_EXPORT zf_code zf_diff(const char* a, const char* b, double atol, double rtol, int equal_nan,
                           zf_diff_report* report, char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
+/* zf_diff over `env` (NULL: the operating system's files). */
+ZF_EXPORT zf_code zf_diff_env(const zf_env* env, const char* a, const char* b, double atol, double rtol,
+                              int equal_nan, zf_diff_report* report, char** json, size_t* json_length,
+                              zf_error* err) ZF_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -2,14 +2,16 @@
 #include <cmath>
 #include <string>
 
+#include "capi/call_env.h"
 #include "capi/error.h"
 #include "diff/diff.h"
 #include "diff/json.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
-extern "C" zf_code zf_diff(const char* a, const char* b, double atol, double rtol, int equal_nan,
-                           zf_diff_report* report, char** json, size_t* json_length, zf_error* err) noexcept {
+extern "C" zf_code zf_diff_env(const zf_env* env, const char* a, const char* b, double atol, double rtol,
+                               int equal_nan, zf_diff_report* report, char** json, size_t* json_length,
+                               zf_error* err) noexcept {
   using zerofold::Status;
   if (json != nullptr) *json = nullptr;
   if (json_length != nullptr) *json_length = 0;
@@ -25,7 +27,8 @@ extern "C" zf_code zf_diff(const char* a, const char* b, double atol, double rto
     options.equal_nan = equal_nan != 0;
     if (options.equal_nan && !options.close_mode())
       return Status::InvalidArgument("equal_nan needs a tolerance (atol or rtol >= 0)");
-    ZF_ASSIGN_OR_RETURN(zerofold::diff::DiffReport d, zerofold::diff::DiffPaths(zerofold::Env::Default(), a, b, options));
+    zerofold::capi::CallEnv call(env, "");
+    ZF_ASSIGN_OR_RETURN(zerofold::diff::DiffReport d, zerofold::diff::DiffPaths(call.env(), a, b, options));
     r->tensors = d.tensors.size();
     r->different = d.different;
     r->only_in_a = d.only_a.size();
@@ -36,4 +39,9 @@ extern "C" zf_code zf_diff(const char* a, const char* b, double atol, double rto
     zerofold::capi::HandOut(doc, json, json_length);
     return Status::OK();
   });
+}
+
+extern "C" zf_code zf_diff(const char* a, const char* b, double atol, double rtol, int equal_nan,
+                           zf_diff_report* report, char** json, size_t* json_length, zf_error* err) noexcept {
+  return zf_diff_env(nullptr, a, b, atol, rtol, equal_nan, report, json, json_length, err);
 }

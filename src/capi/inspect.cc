@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "capi/call_env.h"
 #include "capi/capi_version.h"
 #include "capi/error.h"
 #include "dcp/listing.h"
@@ -26,8 +27,7 @@ namespace {
 // and `first` to the first file's failure (OK when every file was listed).
 // Returns kInternal, and no document, only when the writer fails (a
 // zerofold bug).
-Status InspectJson(const std::string& path, std::string* doc, Status* first) {
-  Env* env = Env::Default();
+Status InspectJson(Env* env, const std::string& path, std::string* doc, Status* first) {
   const model::ListOptions options;
   model::JsonFiles json_files;
   Result<std::optional<dcp::Listing>> dcp_listing = dcp::ListDcpPath(env, path, options.torch);
@@ -71,19 +71,25 @@ const char* zf_version(void) noexcept { return ZF_VERSION_STRING; }
 
 void zf_free(void* p) noexcept { std::free(p); }
 
-zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) noexcept {
+zf_code zf_inspect_json_env(const zf_env* env, const char* path, char** json, size_t* json_length,
+                            zf_error* err) noexcept {
   using zerofold::Status;
   if (json != nullptr) *json = nullptr;
   if (json_length != nullptr) *json_length = 0;
   return zerofold::capi::Guard(err, [&]() -> Status {
     if (path == nullptr) return Status::InvalidArgument("PATH is NULL");
     if (json == nullptr) return Status::InvalidArgument("json is NULL; it receives the document");
+    zerofold::capi::CallEnv call(env, "");
     std::string doc;
     Status first;
-    ZF_TRY(zerofold::capi::InspectJson(path, &doc, &first));
+    ZF_TRY(zerofold::capi::InspectJson(call.env(), path, &doc, &first));
     zerofold::capi::HandOut(doc, json, json_length);
     return first;
   });
+}
+
+zf_code zf_inspect_json(const char* path, char** json, size_t* json_length, zf_error* err) noexcept {
+  return zf_inspect_json_env(nullptr, path, json, json_length, err);
 }
 
 }  // extern "C"

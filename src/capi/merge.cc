@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "capi/call_env.h"
 #include "capi/error.h"
 #include "capi/options.h"
 #include "merge/merge.h"
@@ -39,12 +40,15 @@ Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_opt
   if (out == "-") return Status::InvalidArgument("OUT must be a file or folder name; merge does not write to stdout");
   merge::MergeOptions options = o.merge;
   if (options.dry_run && options.verify) return Status::InvalidArgument("verify checks written files; drop dry_run");
+  CallEnv call(o.env, out);
+  if (call.callback_outputs() && options.verify && options.part.kind != output::PartSpec::Kind::kFinish)
+    return Status::InvalidArgument("verify reads each output back before its commit; output callbacks write once");
   if (o.progress != nullptr)
-    options.progress = [&o](const char* phase, uint64_t done, uint64_t total) {
-      o.progress(o.progress_user, phase, done, total);
+    options.progress = [&](const char* phase, uint64_t done, uint64_t total) {
+      call.Progress(o.progress, o.progress_user, phase, done, total);
     };
-  Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
-  if (!r.ok()) return r.status();
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(call.env(), ckpt, out, options);
+  if (!r.ok()) return call.Finish(r.status());
   Fill(*r, options.part, report);
   return Status::OK();
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "capi/error.h"
+#include "io/zstd_stream.h"
 #include "shrink/cast.h"
 
 namespace zerofold::capi {
@@ -41,6 +42,17 @@ Result<output::PartSpec> ParsePartText(const char* text) {
 }
 
 Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
+
+// A numeric option by its CLI flag's name: a read limit, or (`zstd`
+// non-null) a zstd option.
+Status SetNumber(torch::ReadOptions* read, io::ZstdOptions* zstd, const char* name, uint64_t value) {
+  if (name == nullptr) return Status::InvalidArgument("the option name is NULL");
+  Status s = torch::SetReadLimit(read, name, value);
+  if (s.code() == Code::kNotFound && zstd != nullptr) s = io::SetZstdOption(zstd, name, value);
+  if (s.code() == Code::kNotFound)
+    return Status::InvalidArgument(std::string("no numeric option named '") + name + "'");
+  return s;
+}
 
 }  // namespace
 
@@ -81,6 +93,20 @@ void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) noexc
 }
 void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, int on) noexcept {
   if (options) options->to_safetensors = on != 0;
+}
+void zf_shrink_options_set_dedupe_tied(zf_shrink_options* options, int on) noexcept {
+  if (options) options->dedupe_tied = on != 0;
+}
+void zf_shrink_options_set_env(zf_shrink_options* options, const zf_env* env) noexcept {
+  if (options) options->env = env;
+}
+
+zf_code zf_shrink_options_set_number(zf_shrink_options* options, const char* name, uint64_t value,
+                                     zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    return zerofold::capi::SetNumber(&options->shrink.read, &options->shrink.zstd, name, value);
+  });
 }
 
 zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name, zf_error* err) noexcept {
@@ -226,6 +252,18 @@ zf_code zf_merge_options_set_part(zf_merge_options* options, const char* part, z
     if (!p.ok()) return p.status();
     options->merge.part = *p;
     return Status::OK();
+  });
+}
+
+void zf_merge_options_set_env(zf_merge_options* options, const zf_env* env) noexcept {
+  if (options) options->env = env;
+}
+
+zf_code zf_merge_options_set_number(zf_merge_options* options, const char* name, uint64_t value,
+                                    zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    return zerofold::capi::SetNumber(&options->merge.read, nullptr, name, value);
   });
 }
 

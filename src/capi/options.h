@@ -13,16 +13,21 @@
 #include "zerofold/zerofold.h"
 
 struct zf_shrink_options {
-  // dry_run, verify, keep_unsafe, buffer_bytes, dtype, select; progress stays empty.
+  // dry_run, verify, keep_unsafe, buffer_bytes, dtype, select, zstd, read
+  // limits; progress stays empty.
   zerofold::shrink::ShrinkOptions shrink;
   bool in_place = false;
   bool force = false;
-  bool to_safetensors = false;
+  bool dedupe_tied = false;
+  // Set: the output format (--to). Unset: torch for zf_shrink, OUT's name
+  // for zf_convert.
+  std::optional<bool> to_safetensors;
   // Set: shards into a folder OUT of at most this many bytes each.
   std::optional<uint64_t> max_shard_bytes;
   zerofold::output::PartSpec part;  // kAll unless set
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
+  const zf_env* env = nullptr;  // null: the operating system's files
 };
 
 struct zf_merge_options {
@@ -30,6 +35,7 @@ struct zf_merge_options {
   zerofold::merge::MergeOptions merge;
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
+  const zf_env* env = nullptr;  // null: the operating system's files
 };
 
 #endif  // ZEROFOLD_CAPI_OPTIONS_H_

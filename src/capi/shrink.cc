@@ -1,8 +1,10 @@
-// zf_shrink: what `zerofold shrink` decides from IN, OUT and its flags,
-// through the same convert::RunShrink (convert/request.h).
+// zf_shrink and zf_convert: what `zerofold shrink` and `zerofold convert`
+// decide from IN, OUT and their flags, through the same convert::RunShrink
+// (convert/request.h).
 #include <cstdint>
 #include <string>
 
+#include "capi/call_env.h"
 #include "capi/error.h"
 #include "capi/options.h"
 #include "convert/request.h"
@@ -37,36 +39,50 @@ void Add(const convert::ConvertReport& r, const output::PartSpec& part, zf_shrin
 
 // The CLI's refusals and choice of operation (convert/request.h), worded
 // for the C options.
-Status Shrink(const std::string& in, const std::string& out, const zf_shrink_options& o, zf_shrink_report* report) {
+Status Shrink(bool convert, const std::string& in, const std::string& out, const zf_shrink_options& o,
+              zf_shrink_report* report) {
   convert::ShrinkRequest request;
+  request.convert = convert;
   request.in = in;
   request.out = out;
   request.in_place = o.in_place;
   request.force = o.force;
-  request.to_safetensors = o.to_safetensors;
+  request.dedupe_tied = o.dedupe_tied;
+  if (o.to_safetensors) {
+    request.to_safetensors = *o.to_safetensors;
+  } else if (convert) {
+    std::optional<output::ShardFormat> by_name = convert::FormatByName(out);
+    if (!by_name)
+      return Status::InvalidArgument("cannot tell the output format from '" + out + "': set to_safetensors");
+    request.to_safetensors = *by_name == output::ShardFormat::kSafetensors;
+  }
   request.max_shard_bytes = o.max_shard_bytes;
   request.part = o.part;
   request.options = o.shrink;
+  CallEnv call(o.env, out);
+  if (call.callback_outputs() || call.callback_inputs()) {
+    if (o.in_place) return Status::InvalidArgument("in_place replaces files of the operating system; with callbacks, write OUT");
+    if (call.callback_outputs() && o.shrink.verify && o.part.kind != output::PartSpec::Kind::kFinish)
+      return Status::InvalidArgument("verify reads each output back before its commit; output callbacks write once");
+  }
+  const char* phase = convert ? "convert" : "shrink";
   if (o.progress != nullptr)
-    request.options.progress = [&o](uint64_t done, uint64_t total) {
-      o.progress(o.progress_user, "shrink", done, total);
+    request.options.progress = [&](uint64_t done, uint64_t total) {
+      call.Progress(o.progress, o.progress_user, phase, done, total);
     };
-  Env* env = Env::Default();
+  Env* env = call.env();
   ZF_TRY(convert::CheckShrinkRequest(env, request, convert::kOptionWords));
-  ZF_ASSIGN_OR_RETURN(convert::ShrinkOutcome outcome, convert::RunShrink(env, request));
-  if (outcome.converted) Add(*outcome.converted, request.part, report);
-  for (const shrink::ShrinkReport& r : outcome.files) Add(r, report);
+  Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
+  if (!outcome.ok()) return call.Finish(outcome.status());
+  if (outcome->converted) Add(*outcome->converted, request.part, report);
+  for (const shrink::ShrinkReport& r : outcome->files) Add(r, report);
   return Status::OK();
 }
 
-}  // namespace
-
-}  // namespace zerofold::capi
-
-extern "C" zf_code zf_shrink(const char* in, const char* out, const zf_shrink_options* options,
-                             zf_shrink_report* report, zf_error* err) noexcept {
-  using zerofold::Status;
-  return zerofold::capi::Guard(err, [&]() -> Status {
+// zf_shrink and zf_convert: the arguments, then Shrink.
+zf_code Run(bool convert, const char* in, const char* out, const zf_shrink_options* options,
+            zf_shrink_report* report, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
     zf_shrink_report local{};
     zf_shrink_report* r = report != nullptr ? report : &local;
     *r = zf_shrink_report{};
@@ -76,9 +92,23 @@ extern "C" zf_code zf_shrink(const char* in, const char* out, const zf_shrink_op
     if (o.in_place) {
       if (out != nullptr && std::string(out) != in)
         return Status::InvalidArgument("in_place replaces IN; OUT must be NULL or IN");
-      return zerofold::capi::Shrink(in, in, o, r);
+      return Shrink(convert, in, in, o, r);
     }
     if (out == nullptr) return Status::InvalidArgument("OUT is NULL; set in_place to replace IN");
-    return zerofold::capi::Shrink(in, out, o, r);
+    return Shrink(convert, in, out, o, r);
   });
+}
+
+}  // namespace
+
+}  // namespace zerofold::capi
+
+extern "C" zf_code zf_shrink(const char* in, const char* out, const zf_shrink_options* options,
+                             zf_shrink_report* report, zf_error* err) noexcept {
+  return zerofold::capi::Run(false, in, out, options, report, err);
+}
+
+extern "C" zf_code zf_convert(const char* in, const char* out, const zf_shrink_options* options,
+                              zf_shrink_report* report, zf_error* err) noexcept {
+  return zerofold::capi::Run(true, in, out, options, report, err);
 }

@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "capi/call_env.h"
 #include "capi/error.h"
 #include "model/listing.h"
 #include "verify/verify.h"
@@ -21,8 +22,7 @@ Status RequireTorch(const RandomSource& src) {
   return Status::OK();
 }
 
-Status Verify(const std::string& a, const std::string& b, zf_verify_report* report) {
-  Env* env = Env::Default();
+Status Verify(Env* env, const std::string& a, const std::string& b, zf_verify_report* report) {
   Result<std::unique_ptr<RandomSource>> a_src = env->OpenRandom(a);
   if (!a_src.ok()) return Status(a_src.status()).WithPath(a);
   ZF_TRY(RequireTorch(**a_src));
@@ -40,13 +40,19 @@ Status Verify(const std::string& a, const std::string& b, zf_verify_report* repo
 
 }  // namespace zerofold::capi
 
-extern "C" zf_code zf_verify(const char* a, const char* b, zf_verify_report* report, zf_error* err) noexcept {
+extern "C" zf_code zf_verify_env(const zf_env* env, const char* a, const char* b, zf_verify_report* report,
+                                 zf_error* err) noexcept {
   using zerofold::Status;
   return zerofold::capi::Guard(err, [&]() -> Status {
     zf_verify_report local{};
     zf_verify_report* r = report != nullptr ? report : &local;
     *r = zf_verify_report{};
     if (a == nullptr || b == nullptr) return Status::InvalidArgument("A and B must both be paths");
-    return zerofold::capi::Verify(a, b, r);
+    zerofold::capi::CallEnv call(env, "");
+    return zerofold::capi::Verify(call.env(), a, b, r);
   });
+}
+
+extern "C" zf_code zf_verify(const char* a, const char* b, zf_verify_report* report, zf_error* err) noexcept {
+  return zf_verify_env(nullptr, a, b, report, err);
 }

@@ -10,6 +10,7 @@
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "diff/diff.h"
 #include "diff/json.h"
 #include "zerofold/env.h"
@@ -133,7 +134,7 @@ int RunDiff(const std::vector<std::string>& argv) {
     return UsageError("diff", "--equal-nan needs --atol or --rtol (without them, NaNs are equal when their bits are)");
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("diff", s.message());
   const bool as_json = args.Has("json");
-  Result<diff::DiffReport> report = diff::DiffPaths(Env::Default(), args.positionals[0], args.positionals[1], options);
+  Result<diff::DiffReport> report = diff::DiffPaths(CommandEnv(), args.positionals[0], args.positionals[1], options);
   if (!report.ok()) {
     if (report.status().code() == Code::kInvalidArgument) return UsageError("diff", report.status().message());
     CommandFailed(report.status(), as_json);

@@ -11,6 +11,7 @@
 #include "cli/limit_flags.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "dcp/listing.h"
 #include "megatron/inspect.h"
 #include "model/hf_folder.h"
@@ -308,7 +309,7 @@ int RunInspect(const std::vector<std::string>& argv) {
     options.max_safetensors_header = *n;
   }
   const bool as_json = args.Has("json");
-  Env* env = Env::Default();
+  Env* env = CommandEnv();
   int worst = kExitOk;
   model::JsonFiles json_files;
   bool first = true;

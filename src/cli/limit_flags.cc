@@ -23,25 +23,13 @@ std::vector<FlagSpec> WithLimitFlags(std::vector<FlagSpec> specs) {
 }
 
 Status ApplyLimitFlags(const ParsedArgs& args, torch::ReadOptions* o) {
-  auto number = [&](const char* name, uint64_t* out) -> Status {
-    std::optional<std::string> v = args.Value(name);
-    if (!v) return Status::OK();
+  for (const FlagSpec& f : LimitFlags()) {
+    std::optional<std::string> v = args.Value(f.name);
+    if (!v) continue;
     Result<uint64_t> n = ParseSize(*v);
-    if (!n.ok()) return Status::InvalidArgument(std::string("--") + name + " needs a number, got '" + *v + "'");
-    *out = *n;
-    return Status::OK();
-  };
-  uint64_t depth = o->pickle.max_depth, path_depth = o->max_path_depth;
-  ZF_TRY(number("max-pickle-depth", &depth));
-  ZF_TRY(number("max-pickle-memo", &o->pickle.max_memo));
-  ZF_TRY(number("max-pickle-stack", &o->pickle.max_stack));
-  ZF_TRY(number("max-pickle-nodes", &o->pickle.max_nodes));
-  ZF_TRY(number("max-pickle-bytes", &o->max_pickle_bytes));
-  ZF_TRY(number("max-graph-visits", &o->max_graph_visits));
-  ZF_TRY(number("max-path-depth", &path_depth));
-  if (depth > UINT32_MAX || path_depth > UINT32_MAX) return Status::InvalidArgument("depth limits go up to 4294967295");
-  o->pickle.max_depth = static_cast<uint32_t>(depth);
-  o->max_path_depth = static_cast<uint32_t>(path_depth);
+    if (!n.ok()) return Status::InvalidArgument("--" + f.name + " needs a number, got '" + *v + "'");
+    ZF_TRY(torch::SetReadLimit(o, f.name, *n));
+  }
   return Status::OK();
 }
 

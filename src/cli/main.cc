@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "io/process_limits.h"
 
 namespace {
@@ -45,7 +46,27 @@ constexpr const char* kHelp =
     "\n"
     "Run 'zerofold COMMAND --help' (or -h) for a command's flags and examples.\n"
     "Exit codes: 0 ok, 1 bad input, 2 usage, 3 I/O error, 4 internal error\n"
-    "(diff, as cmp: 1 different, 2 usage or bad input).\n";
+    "(diff, as cmp: 1 different, 2 usage or bad input); 130, 143, 129 when\n"
+    "SIGINT, SIGTERM or SIGHUP stopped the run (what it wrote is removed).\n";
+
+}  // namespace
+
+namespace {
+
+int Dispatch(const std::string& command, const std::vector<std::string>& rest) {
+  if (command == "inspect") return zerofold::cli::RunInspect(rest);
+  if (command == "shrink") return zerofold::cli::RunShrink(rest);
+  if (command == "merge") {
+    zerofold::io::RaiseOpenFileLimit();
+    return zerofold::cli::RunMerge(rest);
+  }
+  if (command == "convert") return zerofold::cli::RunConvert(rest);
+  if (command == "diff") return zerofold::cli::RunDiff(rest);
+  std::optional<std::string> near =
+      zerofold::cli::ClosestWord(command, {"inspect", "shrink", "merge", "convert", "diff", "help"});
+  return zerofold::cli::UsageError("", "unknown command '" + command + "'" +
+                                           (near ? "; did you mean '" + *near + "'?" : ""));
+}
 
 }  // namespace
 
@@ -65,16 +86,11 @@ int main(int argc, char** argv) {
     std::printf("zerofold %s\n", kVersion);
     return zerofold::cli::kExitOk;
   }
-  if (command == "inspect") return zerofold::cli::RunInspect(rest);
-  if (command == "shrink") return zerofold::cli::RunShrink(rest);
-  if (command == "merge") {
-    zerofold::io::RaiseOpenFileLimit();
-    return zerofold::cli::RunMerge(rest);
-  }
-  if (command == "convert") return zerofold::cli::RunConvert(rest);
-  if (command == "diff") return zerofold::cli::RunDiff(rest);
-  std::optional<std::string> near =
-      zerofold::cli::ClosestWord(command, {"inspect", "shrink", "merge", "convert", "diff", "help"});
-  return zerofold::cli::UsageError("", "unknown command '" + command + "'" +
-                                           (near ? "; did you mean '" + *near + "'?" : ""));
+  const int code = Dispatch(command, rest);
+  // Stopped by a signal (cli/signals.h): whatever error the run returned,
+  // the exit code says which signal, as for a process the signal killed. A
+  // run the signal reached after its last commit succeeded: exit 0.
+  if (const int sig = zerofold::cli::CaughtSignal(); sig != 0 && code != zerofold::cli::kExitOk)
+    return zerofold::cli::kExitSignalBase + sig;
+  return code;
 }

@@ -12,6 +12,7 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "merge/merge.h"
@@ -474,9 +475,9 @@ int RunMerge(const std::vector<std::string>& argv) {
   Progress& progress = *chosen;
   options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(std::string(phase) + " " + ckpt + " -> " + out, done, total); };
 
-  Result<merge::MergeReport> r = merge::MergeCheckpoint(Env::Default(), ckpt, out, options);
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(CommandEnv(), ckpt, out, options);
   progress.Clear();
-  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(Env::Default());
+  const std::vector<std::string> removed_temps = NoteRemovedTempFiles(CommandEnv());
   if (!r.ok()) {
     return CommandFailed(r.status(), as_json);
   }

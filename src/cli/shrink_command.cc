@@ -15,6 +15,7 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/signals.h"
 #include "cli/shrink_convert.h"
 #include "convert/request.h"
 #include "io/zstd_stream.h"
@@ -244,22 +245,15 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError(command, s.message());
   options.verify = args.Has("verify");
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError(command, s.message());
-  struct IntFlag {
-    const char* name;
-    int low, high;
-    int* value;
-  };
-  for (const IntFlag& f : {IntFlag{"zstd-level", 1, 19, &options.zstd.level},
-                           IntFlag{"zstd-threads", 0, 256, &options.zstd.workers},
-                           IntFlag{"zstd-window-log-max", 10, 31, &options.zstd.window_log_max}}) {
-    auto v = args.Value(f.name);
+  for (const char* name : {"zstd-level", "zstd-threads", "zstd-window-log-max"}) {
+    auto v = args.Value(name);
     if (!v) continue;
     char* end = nullptr;
-    long n = std::strtol(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || n < f.low || n > f.high)
-      return UsageError(command, "--" + std::string(f.name) + " needs a number from " + std::to_string(f.low) +
-                                      " to " + std::to_string(f.high));
-    *f.value = static_cast<int>(n);
+    const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+    Status set = v->empty() || *end != '\0' || (*v)[0] == '-'
+                     ? io::SetZstdOption(&options.zstd, name, UINT64_MAX)  // out of range: the message
+                     : io::SetZstdOption(&options.zstd, name, n);
+    if (!set.ok()) return UsageError(command, "--" + set.message());
   }
   // Flags whose values need parsing.
   convert::ShrinkRequest request;
@@ -321,7 +315,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.force = args.Has("force");
   request.dedupe_tied = args.Has("dedupe-tied");
   request.options = options;
-  Env* env = Env::Default();
+  Env* env = CommandEnv();
   if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
     if (s.code() == Code::kInvalidArgument) return UsageError(command, s.message());
     PrintError(s);

@@ -14,6 +14,7 @@
 #include "model/checkpoint_file.h"
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
+#include "output/committed_files.h"
 #include "safetensors/writer.h"
 #include "shrink/cast.h"
 #include "shrink/shrink.h"
@@ -58,14 +59,18 @@ Result<std::string> JsonObject(const std::vector<std::pair<std::string, std::str
 }
 
 // Copies the files of an input folder that are neither `handled` nor
-// weights of either format (the output replaces those), nor hidden.
+// weights of either format (the output replaces those), nor hidden, adding
+// each to `committed`.
 Result<std::vector<std::string>> CopyOtherFiles(Env* env, const std::string& input, const std::string& output,
-                                                const std::set<std::string>& handled, size_t buffer_bytes) {
+                                                const std::set<std::string>& handled, size_t buffer_bytes,
+                                                output::CommittedFiles& committed) {
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> names, output::OtherFileNames(env, input, handled));
   std::vector<std::string> copied;
   for (const std::string& name : names) {
     if (output::IsSavedWeightsName(name, output::ShardFormat::kSafetensors) || output::IsSavedWeightsName(name, output::ShardFormat::kTorch)) continue;
-    ZF_TRY(output::CopyFile(env, model::JoinPath(input, name), model::JoinPath(output, name), buffer_bytes));
+    const std::string to = model::JoinPath(output, name);
+    ZF_TRY(output::CopyFile(env, model::JoinPath(input, name), to, buffer_bytes));
+    committed.Add(to);
     copied.push_back(name);
   }
   return copied;
@@ -362,11 +367,15 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     if (part_files.write[k])
       for (const Item* it : planned[k].by_spec) to_write += it->nbytes;
   FileWriter writer(inputs, options, to_write);
+  // A folder written by one run (or finished) is complete with its index;
+  // a failure or cancellation before that removes what this run wrote.
+  output::CommittedFiles committed(env, folder && part.kind != output::PartSpec::Kind::kPart);
   // finish writes no checkpoint file: OUT holds the parts' files already.
   if (folder && !options.dry_run && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
   for (size_t k = 0; k < n && !options.dry_run; ++k) {
     if (part_files.write[k]) {
       ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
+      committed.Add(part_files.paths[k]);
     } else if (options.verify && (part.kind == output::PartSpec::Kind::kFinish ||
                                   (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index))) {
       // A file found complete (a part's own; finish: every file) is checked
@@ -384,9 +393,10 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   // The copies before the index, the index before stale shards go: a
   // folder with an index is complete.
   if (folder_input && input != output) {
-    ZF_ASSIGN_OR_RETURN(report.copied, CopyOtherFiles(env, input, output, handled, options.buffer_bytes));
+    ZF_ASSIGN_OR_RETURN(report.copied, CopyOtherFiles(env, input, output, handled, options.buffer_bytes, committed));
   }
   if (!report.index.empty()) ZF_TRY(output::WriteIndex(env, report.index, total, weight_map));
+  committed.Keep();
   ZF_ASSIGN_OR_RETURN(report.removed, output::RemoveStaleShards(env, output, output::ShardFormat::kSafetensors, written_names));
   return report;
 }

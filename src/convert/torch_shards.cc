@@ -10,6 +10,7 @@
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
 #include "model/select.h"
+#include "output/committed_files.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "shrink/cast.h"
@@ -228,6 +229,9 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   };
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::set<std::string> written;
+  // The shards are a save once the index is in place; a failure or
+  // cancellation before that removes the shards this run wrote.
+  output::CommittedFiles committed(env, part.kind != output::PartSpec::Kind::kPart);
   for (size_t k = 0; k < n; ++k) {
     const std::string name = output::ShardFileName(output::ShardFormat::kTorch, k + 1, n);
     for (uint32_t i : plan.shards[k]) {
@@ -240,6 +244,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       ZF_TRY(select_shard(ckpt, k));
       Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, options, copier, wrote);
       if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
+      if (!options.dry_run) committed.Add(files.paths[k]);
       size = *wrote_size;
     }
     report.files.push_back({files.paths[k], size, plan.shards[k].size()});
@@ -249,6 +254,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   written.insert(output::IndexFileName(output::ShardFormat::kTorch));
   if (options.dry_run) return report;
   ZF_TRY(output::WriteIndex(env, report.index, report.total_size, weight_map));
+  committed.Keep();
   ZF_ASSIGN_OR_RETURN(report.removed, output::RemoveStaleShards(env, output, output::ShardFormat::kTorch, written));
   return report;
 }

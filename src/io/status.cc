@@ -28,6 +28,7 @@ std::string_view CodeName(Code code) {
     case Code::kNotFound: return "not found";
     case Code::kIO: return "io";
     case Code::kInternal: return "internal";
+    case Code::kCancelled: return "cancelled";
   }
   return "unknown";
 }

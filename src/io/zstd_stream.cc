@@ -92,6 +92,7 @@ Status WithMessage(const Status& s, std::string message) {
     case Code::kNotFound: out = Status::NotFound(std::move(message)); break;
     case Code::kIO: out = Status::IOError(std::move(message)); break;
     case Code::kInternal: out = Status::Internal(std::move(message)); break;
+    case Code::kCancelled: out = Status::Cancelled(std::move(message)); break;
   }
   if (!s.path().empty()) out.WithPath(s.path());
   if (!s.record().empty()) out.WithRecord(s.record());
@@ -244,6 +245,26 @@ Status ZstdSink::Finish() {
   ZF_TRY(Drive({}, ZSTD_e_end));
   finished_ = true;
   return inner_->Flush();
+}
+
+Status SetZstdOption(ZstdOptions* options, std::string_view name, uint64_t value) {
+  struct Option {
+    std::string_view name;
+    int low, high;
+    int ZstdOptions::*field;
+  };
+  static constexpr Option kOptions[] = {{"zstd-level", 1, 19, &ZstdOptions::level},
+                                        {"zstd-threads", 0, 256, &ZstdOptions::workers},
+                                        {"zstd-window-log-max", 10, 31, &ZstdOptions::window_log_max}};
+  for (const Option& o : kOptions) {
+    if (o.name != name) continue;
+    if (value < static_cast<uint64_t>(o.low) || value > static_cast<uint64_t>(o.high))
+      return Status::InvalidArgument(std::string(name) + " needs a number from " + std::to_string(o.low) + " to " +
+                                     std::to_string(o.high));
+    options->*o.field = static_cast<int>(value);
+    return Status::OK();
+  }
+  return Status::NotFound("no zstd option named " + std::string(name));
 }
 
 // ---- Opening by name ----

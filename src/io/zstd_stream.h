@@ -46,6 +46,12 @@ struct ZstdOptions {
   int window_log_max = 27;
 };
 
+// Sets the option the CLI flag `name` names (without "--"): "zstd-level"
+// (1 to 19), "zstd-threads" (0 to 256), "zstd-window-log-max" (10 to 31).
+// kNotFound for another name, the options unchanged; kInvalidArgument
+// ("NAME needs a number from LOW to HIGH") outside the range.
+Status SetZstdOption(ZstdOptions* options, std::string_view name, uint64_t value);
+
 // Decompresses `inner` (one or more concatenated zstd frames, skippable
 // frames allowed) as it is read. position() counts decompressed bytes.
 // Errors (offset = the decompressed offset; path = inner's name):

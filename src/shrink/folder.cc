@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/hf_folder.h"
+#include "output/committed_files.h"
 #include "output/folder.h"
 #include "output/parts.h"
 #include "verify/verify.h"
@@ -118,14 +119,10 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   }
   // finish writes no shard: OUT holds the parts' shards already.
   if (!options.dry_run && !in_place && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
-  // A failing run removes what it wrote before the failure (in place, each
-  // shard replaced its input: atomic per file, nothing to take back).
-  std::vector<std::string> committed;
-  auto roll_back = [&](Status failed) {
-    if (!in_place && part.kind == output::PartSpec::Kind::kAll)
-      for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
-    return failed;
-  };
+  // A failing or cancelled run removes what it wrote before the failure (in
+  // place, each shard replaced its input: atomic per file, nothing to take
+  // back; a part keeps its complete files for its rerun).
+  output::CommittedFiles committed(env, !in_place && part.kind != output::PartSpec::Kind::kPart);
   std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
   for (size_t k = 0; k < shards.size(); ++k) {
     if (part.kind != output::PartSpec::Kind::kAll) {
@@ -147,8 +144,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       }
     }
     Result<ShrinkReport> r = ShrinkFile(env, shards[k], targets[k], options);
-    if (!r.ok()) return roll_back(r.status());
-    if (!options.dry_run) committed.push_back(targets[k]);
+    if (!r.ok()) return r.status();
+    if (!options.dry_run) committed.Add(targets[k]);
     report.shards.push_back(std::move(r).value());
     if (options.file_done) options.file_done(report.shards.back(), false);
   }
@@ -166,8 +163,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     for (const auto& [name, file] : out_index.weight_map) {
       auto it = name_bytes.find(name);
       if (it == name_bytes.end())
-        return roll_back(Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
-                             .WithPath(index->path));
+        return Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
+            .WithPath(index->path);
       total += it->second;
     }
     out_index.total_size = total;
@@ -179,13 +176,14 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   // The copies before the index: a folder with an index is complete.
   for (const std::string& name : copies) {
     const std::string to = model::JoinPath(output, name);
-    if (Status s = output::CopyFile(env, model::JoinPath(input, name), to, options.buffer_bytes); !s.ok()) return roll_back(s);
-    committed.push_back(to);
+    ZF_TRY(output::CopyFile(env, model::JoinPath(input, name), to, options.buffer_bytes));
+    committed.Add(to);
     report.copied.push_back(name);
   }
   if (index != nullptr) {
-    if (Status s = output::WriteSmallFile(env, report.index, index_text); !s.ok()) return roll_back(s);
+    ZF_TRY(output::WriteSmallFile(env, report.index, index_text));
   }
+  committed.Keep();
   return report;
 }
 

@@ -137,6 +137,13 @@ struct ReadOptions {
   uint32_t max_path_depth = 10000;
 };
 
+// Sets the limit the CLI flag `name` names (without "--"):
+// "max-pickle-depth", "max-pickle-memo", "max-pickle-stack",
+// "max-pickle-nodes", "max-pickle-bytes", "max-graph-visits",
+// "max-path-depth". kNotFound for another name, the options unchanged;
+// kInvalidArgument for a depth above 4294967295.
+Status SetReadLimit(ReadOptions* options, std::string_view name, uint64_t value);
+
 struct Checkpoint {
   Format format = Format::kTorchZip;
   std::string top_folder;        // zip: the archive's top folder; legacy: ""

@@ -109,6 +109,7 @@ Status SameCode(Code code, std::string message) {
     case Code::kInvalidArgument: return Status::InvalidArgument(std::move(message));
     case Code::kNotFound: return Status::NotFound(std::move(message));
     case Code::kIO: return Status::IOError(std::move(message));
+    case Code::kCancelled: return Status::Cancelled(std::move(message));
     case Code::kOk:
     case Code::kInternal: break;
   }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "c_check.h"
 #include "zerofold/zerofold.h"
 
 #ifndef ZF_SOURCE_ROOT
@@ -35,92 +36,13 @@ _Static_assert(ZF_E_NOT_FOUND == 6, "ZF_E_NOT_FOUND");
 _Static_assert(ZF_E_IO == 7, "ZF_E_IO");
 _Static_assert(ZF_E_INTERNAL == 8, "ZF_E_INTERNAL");
 _Static_assert(ZF_E_NOMEM == 9, "ZF_E_NOMEM");
+_Static_assert(ZF_CANCELLED == 10, "ZF_CANCELLED");
 _Static_assert(ZF_NO_OFFSET == UINT64_MAX, "ZF_NO_OFFSET");
 
-static int checks;
-static int failures;
 static const char* cli = ZF_CLI;
 static const char* fixtures = ZF_SOURCE_ROOT "/fixtures";
 static char tmp[256];
 
-static void fail(const char* file, int line, const char* fmt, ...) {
-  va_list ap;
-  ++failures;
-  printf("FAIL: %s:%d: ", file, line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  printf("\n");
-}
-
-#define CHECK(cond)                                                \
-  do {                                                             \
-    ++checks;                                                      \
-    if (!(cond)) fail(__FILE__, __LINE__, "%s", #cond);            \
-  } while (0)
-#define CHECK_EQ_U64(got, want)                                                                      \
-  do {                                                                                               \
-    unsigned long long g_ = (unsigned long long)(got), w_ = (unsigned long long)(want);              \
-    ++checks;                                                                                        \
-    if (g_ != w_) fail(__FILE__, __LINE__, "%s is %llu, want %llu (%s)", #got, g_, w_, #want);       \
-  } while (0)
-#define CHECK_STR(got, want)                                                                         \
-  do {                                                                                               \
-    const char *g_ = (got), *w_ = (want);                                                            \
-    ++checks;                                                                                        \
-    if (g_ == NULL || strcmp(g_, w_) != 0)                                                           \
-      fail(__FILE__, __LINE__, "%s is \"%s\", want \"%s\"", #got, g_ ? g_ : "(null)", w_);          \
-  } while (0)
-#define CHECK_CODE(got, want)                                                                        \
-  do {                                                                                               \
-    zf_code g_ = (got), w_ = (want);                                                                 \
-    ++checks;                                                                                        \
-    if (g_ != w_) fail(__FILE__, __LINE__, "%s returned %s, want %s", #got, zf_code_name(g_),        \
-                       zf_code_name(w_));                                                            \
-  } while (0)
-
-/* ---- helpers ---------------------------------------------------------- */
-
-/* A path (or any text) in a local buffer: PATH(name, format, ...). */
-#define PATH(name, ...)   \
-  char name[1024];        \
-  snprintf(name, sizeof name, __VA_ARGS__)
-
-/* snprintf into a static ring of buffers: for arguments used at once, never
- * kept (the 16th call after reuses the buffer). */
-static const char* fmt(const char* f, ...) {
-  static char ring[16][2048];
-  static int next;
-  char* out = ring[next++ % 16];
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(out, sizeof ring[0], f, ap);
-  va_end(ap);
-  return out;
-}
-
-/* The whole file, NUL-terminated, or NULL; *len its size. Free with free(). */
-static char* read_all(const char* path, size_t* len) {
-  FILE* f = fopen(path, "rb");
-  char* data = NULL;
-  size_t n = 0, cap = 0;
-  if (f == NULL) return NULL;
-  for (;;) {
-    if (n + 4096 + 1 > cap) {
-      cap = (cap + 4096 + 1) * 2;
-      char* grown = realloc(data, cap);
-      if (grown == NULL) break;
-      data = grown;
-    }
-    size_t got = fread(data + n, 1, 4096, f);
-    n += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  if (data != NULL) data[n] = '\0';
-  if (len != NULL) *len = n;
-  return data;
-}
 
 static int exists(const char* path) {
   struct stat st;
@@ -261,9 +183,9 @@ static void test_version_and_names(void) {
   free(out);
 
   const char* names[] = {"ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
-                         "not found", "io", "internal", "out of memory"};
-  for (int c = 0; c <= 9; ++c) CHECK_STR(zf_code_name((zf_code)c), names[c]);
-  CHECK_STR(zf_code_name((zf_code)10), "unknown");
+                         "not found", "io", "internal", "out of memory", "cancelled"};
+  for (int c = 0; c <= 10; ++c) CHECK_STR(zf_code_name((zf_code)c), names[c]);
+  CHECK_STR(zf_code_name((zf_code)11), "unknown");
   zf_free(NULL);
 }
 
@@ -345,7 +267,7 @@ typedef struct {
   uint64_t last_total;
 } progress_seen;
 
-static void on_progress(void* user, const char* phase, uint64_t done, uint64_t total) {
+static int on_progress(void* user, const char* phase, uint64_t done, uint64_t total) {
   progress_seen* p = user;
   if (p->phases[p->phase] == NULL || strcmp(phase, p->phases[p->phase]) != 0) {
     if (p->phase == 0 && p->phases[1] != NULL && strcmp(phase, p->phases[1]) == 0) {
@@ -359,6 +281,7 @@ static void on_progress(void* user, const char* phase, uint64_t done, uint64_t t
   ++p->calls;
   p->last_done = done;
   p->last_total = total;
+  return 0;
 }
 
 static void test_shrink_in_place_and_progress(void) {
