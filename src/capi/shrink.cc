@@ -43,7 +43,7 @@ Status Shrink(const std::string& in, const std::string& out, const zf_shrink_opt
   request.out = out;
   request.in_place = o.in_place;
   request.force = o.force;
-  request.to_safetensors = o.to_safetensors;
+  if (o.to_safetensors) request.to = output::ShardFormat::kSafetensors;
   request.max_shard_bytes = o.max_shard_bytes;
   request.part = o.part;
   request.options = o.shrink;

@@ -4,6 +4,7 @@
 
 #include "dcp/folder.h"
 #include "dcp/merge.h"
+#include "output/folder.h"
 #include "zero/merge.h"
 
 namespace zerofold::merge {
@@ -78,7 +79,13 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
                                     const MergeOptions& options) {
   MergeReport report;
   report.checkpoint = ckpt_dir;
-  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options.format));
+  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options));
+  if (!target.single_file) {
+    // A training checkpoint folder (Hugging Face Trainer's checkpoint-N/)
+    // holds the model's config and tokenizer beside the weights.
+    target.copy_from = ckpt_dir;
+    ZF_ASSIGN_OR_RETURN(target.copies, output::ModelFileNames(env, ckpt_dir));
+  }
   if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {
     ZF_TRY(MergeDcp(env, *dcp_folder, out, target, options, &report));
     return report;
