@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need (Debian 12), builds,
 # and runs every test: the source tree's layering (tests/layers_test.py), doctest unit
-# tests, CLI tests, torch interop tests, the
+# tests, CLI tests, the input x output x flag matrix (tests/matrix), torch interop tests, the
 # Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
 # each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
@@ -63,6 +63,8 @@ for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
   run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"
 done
+run "matrix: tests/matrix/matrix_test.py (every input x output x flag of shrink, convert, merge)" \
+  env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 tests/matrix/matrix_test.py
 for t in tests/interop/test_*.py; do
   [ -e "$t" ] || continue
   run "interop: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 "$t"

@@ -57,17 +57,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
                     "shrink. To change its format, dtype, shards or selection, use: zerofold convert");
   }
   if (r.in_place && stream_in) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
-  ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, w));
-  const bool folder = target.kind == output::TargetKind::kFolder;
-  const bool to_stdout = target.kind == output::TargetKind::kStdout;
-  const bool stream_out = to_stdout || target.zstd;
-  const bool to_safetensors = target.format == output::ShardFormat::kSafetensors;
-  if (stream_in && (to_safetensors || folder))
-    return Refuse("'" + r.in +
-                  "' is a stream, read in one forward pass; safetensors output (its header lists every tensor "
-                  "before their bytes) and a folder OUT (shards take tensors in an order of their own) read the "
-                  "input at random: save it to a file first");
-  if (!r.in_place && !to_stdout) {
+  if (!r.in_place && r.out != io::kStdioName) {
     // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
     // link (files or folders): without in place, the input stays as it is.
     // The files inside folders are checked by the operations
@@ -78,6 +68,16 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
       return Refuse(r.convert ? Str("OUT is IN; convert writes a new file, leaving IN as it is")
                               : Str("OUT is IN; ") + w.set + " " + w.in_place + " to replace the input");
   }
+  ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, w));
+  const bool folder = target.kind == output::TargetKind::kFolder;
+  const bool to_stdout = target.kind == output::TargetKind::kStdout;
+  const bool stream_out = to_stdout || target.zstd;
+  const bool to_safetensors = target.format == output::ShardFormat::kSafetensors;
+  if (stream_in && (to_safetensors || folder))
+    return Refuse("'" + r.in +
+                  "' is a stream, read in one forward pass; safetensors output (its header lists every tensor "
+                  "before their bytes) and a folder OUT (shards take tensors in an order of their own) read the "
+                  "input at random: save it to a file first");
   // One file OUT: refused when it exists, before anything is read (a folder
   // OUT's files are planned first: the operations check them).
   if (!r.in_place && !o.dry_run && !to_stdout && !folder)

@@ -27,10 +27,6 @@ namespace zerofold::output {
 std::string IndexText(const std::string& path, uint64_t total_size,
                       std::vector<std::pair<std::string, std::string>> weight_map);
 
-// True for the names a save of `format` writes: SingleFileName,
-// IndexFileName, and ShardFileName's pattern (5 or more digits each).
-bool IsSavedWeightsName(const std::string& name, ShardFormat format);
-
 // The files of an earlier save of `format` in `folder` (IsSavedWeightsName)
 // that are not in `written`, as paths in name order: what an output into
 // the folder removes, as transformers' save_pretrained does, so a folder

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <numeric>
 
-#include "output/folder.h"
+#include "output/sharding.h"
 
 namespace zerofold::output {
 
