@@ -2,7 +2,8 @@
 # The README's test command: installs what the tests need (Debian 12), builds,
 # and runs every test: the source tree's layering (tests/layers_test.py), doctest unit
 # tests, the C API's tests (and an install into a temp folder), the HTTP
-# example against a real nginx, CLI tests, torch interop tests, the
+# example against a real nginx, CLI tests, the input x output x flag matrix
+# (tests/matrix), torch interop tests, the
 # Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
 # each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
 # Ends with one line "N passed, N failed".
@@ -69,6 +70,8 @@ for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
   run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"
 done
+run "matrix: tests/matrix/matrix_test.py (every input x output x flag of shrink, convert, merge)" \
+  env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 tests/matrix/matrix_test.py
 for t in tests/interop/test_*.py; do
   [ -e "$t" ] || continue
   run "interop: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 "$t"

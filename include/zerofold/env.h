@@ -121,6 +121,11 @@ class Env {
   // Reads a whole small file (index.json, `latest`); kLimit above max_bytes.
   virtual Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
+  // Removes an empty folder; kIO if it holds anything.
+  virtual Status RemoveDir(const std::string& path) = 0;
+  // Bytes this user may still write on the file system holding the existing
+  // file or folder `path` (POSIX: statvfs f_bavail x f_frsize).
+  virtual Result<uint64_t> FreeBytes(const std::string& path) = 0;
   // The identity of the file or folder at path, following symlinks.
   // kNotFound if there is nothing at path.
   virtual Result<FileId> GetFileId(const std::string& path) = 0;

@@ -266,8 +266,10 @@ ZF_EXPORT void zf_shrink_options_set_verify(zf_shrink_options* options, int on) 
 /* Replace IN itself, each file atomically (--in-place); OUT is then NULL
  * or IN. */
 ZF_EXPORT void zf_shrink_options_set_in_place(zf_shrink_options* options, int on) ZF_NOEXCEPT;
-/* Replace an existing OUT file (--force); without it, zf_shrink refuses an
- * existing OUT file with ZF_E_INVALID_ARGUMENT. */
+/* Replace existing output files (--force): an OUT file, or in a folder OUT
+ * the weights, index, copies and an earlier save; without it zf_shrink
+ * refuses any of them that exists with ZF_E_INVALID_ARGUMENT (path: the
+ * file) before reading any tensor byte (README: "OUT: one policy"). */
 ZF_EXPORT void zf_shrink_options_set_force(zf_shrink_options* options, int on) ZF_NOEXCEPT;
 /* Carry pickle globals that would run code through unchanged, never run
  * (--keep-unsafe); without it such inputs fail with ZF_E_UNSAFE. */
@@ -335,11 +337,13 @@ ZF_EXPORT zf_code zf_shrink_options_set_part(zf_shrink_options* options, const c
  *     ZF_E_INVALID_ARGUMENT (path: the file) unless force, which rewrites
  *     every file of the part.
  *   - "finish", after every part: ZF_E_CORRUPT with the path of the first
- *     file missing or of another size (nothing written, OUT not created);
- *     else what one call writes last: the index, a folder IN's other files
- *     copied, and an earlier save's other files removed where one call
- *     removes them (merge: only with force, else ZF_E_INVALID_ARGUMENT
- *     naming the first, as for its parts).
+ *     file missing (nothing written, OUT not created), ZF_E_INVALID_ARGUMENT
+ *     for one of another size (or missing while OUT holds another plan's
+ *     weights: finish given other options than the parts); else what one
+ *     call writes last: the copies of IN's other files, the index (each left
+ *     as is when it already holds those bytes, another one refused without
+ *     force), and an earlier save's other files removed (only with force,
+ *     else ZF_E_INVALID_ARGUMENT naming the first, as for the parts).
  *   - The report's output_files and output_bytes count the part's files
  *     (written or found complete), for finish every file; its other fields
  *     are those of one call.
@@ -366,17 +370,21 @@ typedef struct zf_shrink_report {
  *     shard shrunk, the index, and the folder's other files copied.
  *   - `out` is a folder in transformers' layout also when it exists as a
  *     folder or ends in '/' (pytorch_model.bin, or shards past
- *     max_shard_size; with to_safetensors, model.safetensors and so on).
+ *     max_shard_size; with to_safetensors, model.safetensors and so on);
+ *     a file named X.safetensors is written as safetensors.
  *   - "-" is standard input or output and a name ending in ".zst" is zstd
  *     compressed; such names are read or written in one forward pass.
  * options NULL means every default. report may be NULL; on failure its
  * contents are unspecified.
  * Errors: ZF_E_INVALID_ARGUMENT, with an empty path, for a NULL `in`, a
  * NULL `out` without in_place, `out` equal to `in` without in_place, an
- * existing OUT file without force, and option combinations the CLI refuses
- * (verify with dry_run; select with a folder or in_place; to_safetensors
- * with in_place; shards or safetensors on a stream name); otherwise the
- * readers' and writers' errors, with path, record and offset. */
+ * and option combinations the CLI refuses (verify with dry_run; select with
+ * a folder or in_place; to_safetensors with in_place; shards or safetensors
+ * on a stream name); ZF_E_INVALID_ARGUMENT with the path for what the
+ * output policy refuses (an existing output without force, an output that
+ * is an input, a name contradicting the format); ZF_E_IO for too little
+ * free disk for the planned output; otherwise the readers' and writers'
+ * errors, with path, record and offset. */
 ZF_EXPORT zf_code zf_shrink(const char* in, const char* out, const zf_shrink_options* options,
                             zf_shrink_report* report, zf_error* err) ZF_NOEXCEPT;
 
@@ -411,7 +419,8 @@ ZF_EXPORT void zf_merge_options_set_force(zf_merge_options* options, int on) ZF_
 /* Leave frozen params out (--exclude-frozen). */
 ZF_EXPORT void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* Output format (--to): nonzero safetensors, 0 torch. Unset (the
- * default): safetensors when OUT ends in ".safetensors", else torch. */
+ * default): OUT's name says (".safetensors" safetensors), else torch;
+ * set against OUT's name it is refused. */
 ZF_EXPORT void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* The dtype of every floating tensor (--dtype): "float32" (the default),
  * "float16" or "bfloat16", or a short name as zf_shrink_options_set_dtype
@@ -473,14 +482,18 @@ typedef struct zf_merge_report {
  * holding pytorch_model_fsdp_0/), or the full model of the DeepSpeed ZeRO
  * stage 1/2/3 checkpoint in `ckpt_dir` (holding `latest` and global_stepN/
  * folders, or a tag folder itself), into `out`, as
- * `zerofold merge [FLAGS] CKPT_DIR OUT` does: a file
- * when `out` ends in .bin, .pt or .safetensors, else a folder (created)
- * receiving pytorch_model.bin / model.safetensors, or shards and an index.
+ * `zerofold merge [FLAGS] CKPT_DIR OUT` does: a file when `out`'s name
+ * says a format (.bin, .pt, .pth, .ckpt, .safetensors), else a folder
+ * (created) receiving pytorch_model.bin / model.safetensors, or shards and
+ * an index, and CKPT_DIR's model files (config, tokenizer: a Trainer's
+ * checkpoint-N/).
  * Output files appear only when all of them are complete. options NULL
  * means every default; report may be NULL (unspecified on failure).
- * Errors: ZF_E_INVALID_ARGUMENT for a NULL or "-" argument, verify with
- * dry_run, existing outputs without force, a format contradicting OUT's
- * extension; the checkpoint's errors with path, record and offset. */
+ * Errors: ZF_E_INVALID_ARGUMENT for a NULL argument, a stream name ("-",
+ * X.zst), a name with an unknown extension, verify with dry_run, existing
+ * outputs without force, a format contradicting OUT's name, max_shard_size
+ * with a file OUT; ZF_E_IO for too little free disk; the checkpoint's
+ * errors with path, record and offset. */
 ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge_options* options,
                            zf_merge_report* report, zf_error* err) ZF_NOEXCEPT;
 

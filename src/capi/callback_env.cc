@@ -253,6 +253,18 @@ Status CallbackEnv::RemoveFile(const std::string& path) {
   return Status::OK();
 }
 
+Status CallbackEnv::RemoveDir(const std::string& path) {
+  // Folders of the caller's store are names (CreateDirs): none to remove.
+  if (Outputs() != nullptr) return Status::OK();
+  return base_->RemoveDir(path);
+}
+
+Result<uint64_t> CallbackEnv::FreeBytes(const std::string& path) {
+  // The caller's store says nothing of its room: the writes will.
+  if (Outputs() != nullptr) return Status::Unsupported("free space of the caller's store is unknown").WithPath(path);
+  return base_->FreeBytes(path);
+}
+
 Result<FileId> CallbackEnv::GetFileId(const std::string& path) {
   const zf_env::Side* side = SideOf(path);
   if (side == nullptr) return base_->GetFileId(path);

@@ -53,6 +53,8 @@ class CallbackEnv final : public Env {
   Status CreateDirs(const std::string& path) override;
   Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override;
   Status RemoveFile(const std::string& path) override;
+  Status RemoveDir(const std::string& path) override;
+  Result<uint64_t> FreeBytes(const std::string& path) override;
   Result<FileId> GetFileId(const std::string& path) override;
 
  private:

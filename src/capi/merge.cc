@@ -37,7 +37,6 @@ void Fill(const merge::MergeReport& r, const output::PartSpec& part, zf_merge_re
 
 // The CLI's refusals before the library call, worded for the C options.
 Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_options& o, zf_merge_report* report) {
-  if (out == "-") return Status::InvalidArgument("OUT must be a file or folder name; merge does not write to stdout");
   merge::MergeOptions options = o.merge;
   if (options.dry_run && options.verify) return Status::InvalidArgument("verify checks written files; drop dry_run");
   CallEnv call(o.env, out);

@@ -48,14 +48,10 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
   request.in_place = o.in_place;
   request.force = o.force;
   request.dedupe_tied = o.dedupe_tied;
-  if (o.to_safetensors) {
-    request.to_safetensors = *o.to_safetensors;
-  } else if (convert) {
-    std::optional<output::ShardFormat> by_name = convert::FormatByName(out);
-    if (!by_name)
-      return Status::InvalidArgument("cannot tell the output format from '" + out + "': set to_safetensors");
-    request.to_safetensors = *by_name == output::ShardFormat::kSafetensors;
-  }
+  // Unset: OUT's name says the format (output/target.h); convert refuses a
+  // name that does not.
+  if (o.to_safetensors)
+    request.to = *o.to_safetensors ? output::ShardFormat::kSafetensors : output::ShardFormat::kTorch;
   request.max_shard_bytes = o.max_shard_bytes;
   request.part = o.part;
   request.options = o.shrink;

@@ -67,12 +67,20 @@ constexpr const char* kMergeHelp =
     "\n"
     "A DeepSpeed CKPT_DIR holds `latest` or `latest_universal` (naming the tag) and\n"
     "global_stepN/ folders, or is\n"
-    "a tag folder itself. OUT is a folder receiving pytorch_model.bin (or\n"
-    "shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
-    "--to safetensors model.safetensors or its shards and index), or a file\n"
-    "name ending in .bin, .pt or .safetensors, written as that one file.\n"
-    "Output files appear only when all of them are complete. Temp files that\n"
-    "killed runs left in the output folder are removed, with a note on stderr.\n"
+    "a tag folder itself. OUT is a file when its name says a format (.bin,\n"
+    ".pt, .pth, .ckpt, .safetensors), else a folder receiving pytorch_model.bin\n"
+    "(or shards and pytorch_model.bin.index.json past --max-shard-size; with\n"
+    "--to safetensors model.safetensors or its shards and index) and the model\n"
+    "files of CKPT_DIR (config.json, generation_config.json, tokenizer and\n"
+    "processor files; not trainer_state.json, optimizer, scheduler or rng\n"
+    "state): merge checkpoint-N/ of a Hugging Face Trainer gives a folder\n"
+    "transformers loads. An unknown extension (model.st), '-' and X.zst are\n"
+    "refused, as are --to contradicting the name and --max-shard-size with a\n"
+    "file OUT. Existing output files (and an earlier save in a folder OUT) are\n"
+    "refused without --force, before anything is read; too little free disk is\n"
+    "refused up front (exit 3). Output files appear only when all of them are\n"
+    "complete. Temp files that killed runs left in the output folder are\n"
+    "removed, with a note on stderr.\n"
     "\n"
     "Past one machine, --part I/N (I = 0..N-1) writes only the files of part I\n"
     "of a folder OUT (whole files, balanced by bytes; every part plans the same)\n"
@@ -107,7 +115,7 @@ const std::vector<FlagSpec> kMergeFlags = WithProgressFlags(WithLimitFlags({
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
     {"dry-run", false, "print the plan (names, shapes, source slices) and the files; write nothing"},
     {"verify", false, "read the output back and check every tensor against the partitions (xxh3-128)"},
-    {"force", false, "replace existing output files"},
+    {"force", false, "replace existing output files (and an earlier save in a folder OUT)"},
     PartFlagSpec(),
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
@@ -434,7 +442,6 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (args.positionals.size() != 2) return UsageError("merge", "needs CKPT_DIR and OUT");
   const std::string ckpt = args.positionals[0];
   const std::string out = args.positionals[1];
-  if (out == "-") return UsageError("merge", "OUT must be a file or folder name; merge does not write to stdout");
 
   merge::MergeOptions options;
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());

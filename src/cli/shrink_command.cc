@@ -40,8 +40,10 @@ constexpr const char* kShrinkHelp =
     "that makes the file smaller (each new record costs headers and padding),\n"
     "else kept whole; an input the rewrite would not make smaller is copied\n"
     "unchanged (--in-place: left untouched), so the output is never larger\n"
-    "than the input. --to, --dtype and --select convert: every storage is\n"
-    "written exactly sized. Tensor bytes are streamed, never held in memory.\n"
+    "than the input (also for a deflated zip: its rewrite is stored). --to,\n"
+    "--dtype and --select convert: the target format, every storage exactly\n"
+    "sized; --select of one tensor writes {KEY: tensor}. Tensor bytes are\n"
+    "streamed, never held in memory.\n"
     "\n"
     "IN is a torch file (zip or legacy format) and OUT a file, or IN is a\n"
     "Hugging Face folder with pytorch_model.bin.index.json and OUT a folder:\n"
@@ -56,10 +58,18 @@ constexpr const char* kShrinkHelp =
     "forward pass, which works for archives laid out as torch.save writes them;\n"
     "the output is the same bytes as from a file path. Binary output to a\n"
     "terminal is refused.\n"
-    "Output (--to, --max-shard-size, --dtype, --select): OUT is a folder when it\n"
-    "is an existing folder or ends with '/', or when IN is a folder and OUT's\n"
-    "name has no checkpoint extension (.bin .pt .pth .ckpt .safetensors; a\n"
-    "folder IN gives one file only with --to safetensors). A folder gets\n"
+    "OUT (the same for shrink, convert and merge): '-' is standard output; a\n"
+    "name ending in '/' or an existing folder is a folder, as is, when IN is a\n"
+    "folder, a name that says no format (one with an unknown extension, such\n"
+    "as model.st, is refused); any other name is a file whose extension says\n"
+    "its format: .safetensors, or .bin .pt .pth .ckpt for torch, X.zst X's\n"
+    "compressed. --to contradicting the name, and --max-shard-size or --part\n"
+    "with an OUT that is no folder, are refused. Every file the run would\n"
+    "write (the OUT file; in a folder its weights, index and copies) or remove\n"
+    "(an earlier save's other shards) is refused if it exists, without --force,\n"
+    "before anything is read; too little free disk for the planned output is\n"
+    "refused up front (exit 3); a failed run removes what it made.\n"
+    "A folder IN gives one file only as safetensors. A folder gets\n"
     "transformers' layout: pytorch_model.bin or model.safetensors, or past\n"
     "--max-shard-size HF shards (pytorch_model-00001-of-0000N.bin,\n"
     "model-00001-of-0000N.safetensors) and an index. safetensors output writes\n"
@@ -98,10 +108,11 @@ constexpr const char* kConvertHelp =
     "Face folder (pytorch_model.bin.index.json or model.safetensors.index.json\n"
     "and its shards, or one pytorch_model.bin or model.safetensors).\n"
     "The output format is --to, else OUT's extension: .safetensors, or .bin,\n"
-    ".pt, .pth, .ckpt for torch (a trailing .zst is ignored); a folder OUT needs\n"
-    "--to. OUT is a folder when it is an existing folder or ends with '/', or\n"
-    "when IN is a folder and OUT has none of those extensions; a folder is\n"
-    "written in transformers' layout (see shrink --help). A folder IN gives one\n"
+    ".pt, .pth, .ckpt for torch (X.zst: X's, compressed); a folder OUT needs\n"
+    "--to, and --to contradicting the name is refused. OUT is a folder when it\n"
+    "is an existing folder or ends with '/', or when IN is a folder and OUT has\n"
+    "none of those extensions; a folder is written in transformers' layout, and\n"
+    "existing outputs need --force (see shrink --help). A folder IN gives one\n"
     "safetensors file for an OUT named X.safetensors.\n"
     "\n"
     "torch output: every tensor in exactly sized storage, tied weights sharing\n"
@@ -138,7 +149,7 @@ const FlagSpec kInPlaceFlag = {"in-place", false, "replace the input (each file 
 
 const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
-    {"force", false, "overwrite an existing OUT"},
+    {"force", false, "replace existing output files (and an earlier save in a folder OUT)"},
     {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
     {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
@@ -260,13 +271,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (auto to = args.Value("to")) {
     if (*to != "torch" && *to != "safetensors")
       return UsageError(command, "--to takes torch or safetensors, not '" + *to + "'");
-    request.to_safetensors = *to == "safetensors";
-  } else if (convert) {
-    std::optional<output::ShardFormat> by_name = convert::FormatByName(out);
-    if (!by_name)
-      return UsageError(command, "cannot tell the output format from '" + out +
-                                     "': add --to torch or --to safetensors");
-    request.to_safetensors = *by_name == output::ShardFormat::kSafetensors;
+    request.to = *to == "safetensors" ? output::ShardFormat::kSafetensors : output::ShardFormat::kTorch;
   }
   if (auto name = args.Value("dtype")) {
     options.dtype = shrink::ParseCastTarget(*name);
@@ -317,7 +322,8 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.options = options;
   Env* env = CommandEnv();
   if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
-    if (s.code() == Code::kInvalidArgument) return UsageError(command, s.message());
+    // Refusals of the flags are usage errors; those naming a file (output/target.h) print as merge's do.
+    if (s.code() == Code::kInvalidArgument && s.path().empty()) return UsageError(command, s.message());
     PrintError(s);
     return ExitCodeFor(s);
   }

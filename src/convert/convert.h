@@ -25,6 +25,10 @@ namespace zerofold::convert {
 
 struct ConvertOptions {
   torch::ReadOptions read;
+  // `zerofold convert`: torch output is always a new archive with every
+  // storage exactly sized; shrink (false) copies a compact torch input
+  // unchanged (shrink/shrink.h ShrinkOptions::convert).
+  bool convert = false;
   // Cast floating tensors to this dtype (shrink/cast.h); nullopt keeps dtypes.
   std::optional<torch::DType> dtype;
   // Write only the subtree at this key path (model/select.h); "" writes all.
@@ -58,7 +62,8 @@ struct ConvertOptions {
   // checks every file and then writes what one run writes last (the index,
   // the copies, the removal of stale shards).
   output::PartSpec part;
-  // With kPart: rewrite the part's files even when complete.
+  // Replace existing output files (output/target.h CheckTargets); with
+  // kPart: rewrite the part's files even when complete.
   bool force = false;
 };
 

@@ -18,20 +18,17 @@ std::string Str(const char* s) { return s; }
 
 }  // namespace
 
-std::optional<output::ShardFormat> FormatByName(std::string name) {
-  if (io::IsZstdName(name)) name.resize(name.size() - io::kZstdSuffix.size());
-  auto ends = [&](std::string_view ext) {
-    return name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0;
-  };
-  if (ends(".safetensors")) return output::ShardFormat::kSafetensors;
-  for (std::string_view ext : {".bin", ".pt", ".pth", ".ckpt"})
-    if (ends(ext)) return output::ShardFormat::kTorch;
-  return std::nullopt;
-}
-
-bool OutputIsFolder(Env* env, const std::string& in, const std::string& out) {
-  return env->IsDirectory(out) || (!out.empty() && out.back() == '/') ||
-         (env->IsDirectory(in) && !FormatByName(out));
+Result<output::Target> ResolveRequestTarget(Env* env, const ShrinkRequest& r, const RequestWords& w) {
+  output::TargetRequest t;
+  t.input_is_folder = env->IsDirectory(r.in);
+  t.to = r.to;
+  if (!r.convert) t.default_format = output::ShardFormat::kTorch;
+  t.shards = r.max_shard_bytes.has_value();
+  t.part = r.part.kind != output::PartSpec::Kind::kAll;
+  t.to_word = w.to;
+  t.shards_word = w.max_shard_size;
+  t.part_word = w.part;
+  return output::ResolveTarget(env, r.out, t);
 }
 
 Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
@@ -50,16 +47,8 @@ Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
 Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
   const shrink::ShrinkOptions& o = r.options;
   const bool stream_in = io::IsStreamName(r.in);
-  const bool stream_out = io::IsStreamName(r.out);
-  const bool to_stdout = r.out == io::kStdioName;
   const bool shards = r.max_shard_bytes.has_value();
   if (o.verify && o.dry_run) return Refuse(Str(w.verify) + " reads the output back; " + w.dry_run + " writes none");
-  if (stream_in && (r.to_safetensors || shards))
-    return Refuse(Str(w.to_safetensors) + " and " + w.max_shard_size +
-                  " read the input at random (a safetensors header lists every tensor before its bytes, a shard "
-                  "takes tensors in an order of its own); '" + r.in + "' is a stream: save it to a file first");
-  if (stream_out && shards)
-    return Refuse(Str(w.max_shard_size) + " writes shards into a folder; '" + r.out + "' is a stream");
   if (!r.convert) {
     ZF_ASSIGN_OR_RETURN(bool safetensors, IsSafetensorsInput(env, r.in));
     if (safetensors)
@@ -67,51 +56,54 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
                     "' is safetensors, which stores every tensor in exactly its own bytes: there is nothing to "
                     "shrink. To change its format, dtype, shards or selection, use: zerofold convert");
   }
-  if (r.in_place && (stream_in || stream_out)) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
-  if (!r.in_place && !o.dry_run && !to_stdout && !r.force && env->FileExists(r.out) && !env->IsDirectory(r.out))
-    return Refuse("'" + r.out + "' exists; " + w.set + " " + w.force + " to replace it" +
-                  (r.convert ? std::string() : Str(" or ") + w.in_place + " to shrink IN itself"));
-  if (!r.in_place && !to_stdout) {
+  if (r.in_place && stream_in) return Refuse(Str(w.in_place) + " rewrites a file; '" + r.in + "' is a stream");
+  if (!r.in_place && r.out != io::kStdioName) {
     // OUT names IN, also as "./IN", by an absolute path, a symlink or a hard
     // link (files or folders): without in place, the input stays as it is.
     // The files inside folders are checked by the operations
-    // (convert/convert.h RefuseInputTargets).
+    // (output/target.h CheckTargets).
     Result<bool> same = r.in == io::kStdioName ? Result<bool>(false) : SameFile(env, r.in, r.out);
     if (!same.ok()) return same.status();
     if (r.out == r.in || *same)
       return Refuse(r.convert ? Str("OUT is IN; convert writes a new file, leaving IN as it is")
                               : Str("OUT is IN; ") + w.set + " " + w.in_place + " to replace the input");
   }
+  ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, w));
+  const bool folder = target.kind == output::TargetKind::kFolder;
+  const bool to_stdout = target.kind == output::TargetKind::kStdout;
+  const bool stream_out = to_stdout || target.zstd;
+  const bool to_safetensors = target.format == output::ShardFormat::kSafetensors;
+  if (stream_in && (to_safetensors || folder))
+    return Refuse("'" + r.in +
+                  "' is a stream, read in one forward pass; safetensors output (its header lists every tensor "
+                  "before their bytes) and a folder OUT (shards take tensors in an order of their own) read the "
+                  "input at random: save it to a file first");
+  // One file OUT: refused when it exists, before anything is read (a folder
+  // OUT's files are planned first: the operations check them).
+  if (!r.in_place && !o.dry_run && !to_stdout && !folder)
+    ZF_TRY(output::CheckTargets(env, {r.in}, {{r.out}, {}}, r.force));
   const bool in_folder = env->IsDirectory(r.in);
-  const bool folder = OutputIsFolder(env, r.in, r.out);
   if (o.verify) {
     // verify re-reads a torch file output and compares its tensors with the input's, bit for bit.
     std::string why;
     if (stream_in || stream_out) why = "a stream ('-', .zst) cannot be re-read";
     else if (o.dtype) why = Str(w.dtype) + " changes the tensors";
-    else if (!r.to_safetensors && !in_folder && folder) why = "it compares one output file per input file";
+    else if (!to_safetensors && !in_folder && folder) why = "it compares one output file per input file";
     if (!why.empty()) return Refuse(Str(w.verify) + ": " + why);
   }
-  if (r.dedupe_tied && !r.to_safetensors)
+  if (r.dedupe_tied && !to_safetensors)
     return Refuse(Str(w.dedupe_tied) + " needs " + w.to_safetensors +
                   " (torch output keeps tied names on one storage)");
   if (!o.select.empty() && in_folder) return Refuse(Str(w.select) + " takes one checkpoint file, not a folder");
   if (!o.select.empty() && r.in_place) return Refuse(Str(w.select) + " with " + w.in_place + " would drop the rest of IN");
-  if (r.to_safetensors && r.in_place) return Refuse(Str(w.to_safetensors) + " writes new files; give IN and OUT");
-  if (shards && !folder)
-    return Refuse(Str(w.max_shard_size) + " writes shards into a folder; make OUT a folder (end it with '/')");
-  if (!r.to_safetensors && shards && in_folder)
+  if (to_safetensors && r.in_place) return Refuse(Str(w.to_safetensors) + " writes new files; give IN and OUT");
+  if (!to_safetensors && shards && in_folder)
     return Refuse(Str("a torch folder keeps its shards; re-shard with ") + w.to_safetensors);
-  if (in_folder && stream_out) return Refuse("IN is a folder, so OUT must be a folder, not '" + r.out + "'");
-  if (in_folder && !folder && !r.to_safetensors)
+  if (in_folder && !folder && !to_safetensors)
     return Refuse(Str("IN is a folder, whose torch shards are written into a folder: end OUT with '/' (") +
                   w.to_safetensors + " writes one file)");
-  if (r.part.kind != output::PartSpec::Kind::kAll) {
-    if (r.in_place) return Refuse(Str(w.part) + " with " + w.in_place + " would leave IN half rewritten; give IN and OUT");
-    if (!folder || stream_out)
-      return Refuse(Str(w.part) + " divides the files of a folder OUT; '" + r.out +
-                    "' is one file, written by one run (end OUT with '/' for a folder)");
-  }
+  if (r.part.kind != output::PartSpec::Kind::kAll && r.in_place)
+    return Refuse(Str(w.part) + " with " + w.in_place + " would leave IN half rewritten; give IN and OUT");
   return Status::OK();
 }
 
@@ -119,10 +111,13 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   shrink::ShrinkOptions o = r.options;
   o.convert = r.convert;
   const bool in_folder = env->IsDirectory(r.in);
-  const bool folder = OutputIsFolder(env, r.in, r.out);
+  ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, kFlagWords));
+  const bool folder = target.kind == output::TargetKind::kFolder;
+  const bool to_safetensors = target.format == output::ShardFormat::kSafetensors;
   ShrinkOutcome outcome;
-  if (r.to_safetensors || (!in_folder && folder)) {
+  if (to_safetensors || (!in_folder && folder)) {
     ConvertOptions convert;
+    convert.convert = r.convert;
     convert.read = o.read;
     convert.dtype = o.dtype;
     convert.select = o.select;
@@ -137,7 +132,7 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     convert.progress = o.progress;
     convert.part = r.part;
     convert.force = r.force;
-    ZF_ASSIGN_OR_RETURN(ConvertReport report, r.to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)
+    ZF_ASSIGN_OR_RETURN(ConvertReport report, to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)
                                                                : ShardTorchFile(env, r.in, r.out, convert));
     outcome.converted = std::move(report);
   } else if (io::IsStreamName(r.in)) {

@@ -13,6 +13,7 @@
 
 #include "convert/convert.h"
 #include "output/parts.h"
+#include "output/target.h"
 #include "shrink/shrink.h"
 #include "zerofold/env.h"
 #include "zerofold/result.h"
@@ -26,8 +27,10 @@ struct ShrinkRequest {
   std::string in;
   std::string out;   // in place: the same as `in`
   bool in_place = false;
-  bool force = false;  // replace an existing OUT
-  bool to_safetensors = false;
+  bool force = false;  // replace existing outputs (output/target.h CheckTargets)
+  // --to: the output format; unset: OUT's name says it (output/target.h),
+  // else torch for shrink, and convert refuses.
+  std::optional<output::ShardFormat> to;
   // Set: write shards of at most this many bytes into the folder OUT.
   std::optional<uint64_t> max_shard_bytes;
   bool dedupe_tied = false;  // safetensors only
@@ -41,6 +44,7 @@ struct ShrinkRequest {
 // How a front end names the request's options in refusals.
 struct RequestWords {
   const char* set;  // the verb: "use" a flag, "set" an option
+  const char* to;   // names the output format
   const char* verify;
   const char* dry_run;
   const char* in_place;
@@ -52,20 +56,16 @@ struct RequestWords {
   const char* dedupe_tied;
   const char* part;
 };
-inline constexpr RequestWords kFlagWords = {"use",      "--verify", "--dry-run",          "--in-place",
-                                            "--force",  "--dtype",  "--select",           "--to safetensors",
+inline constexpr RequestWords kFlagWords = {"use",      "--to",     "--verify", "--dry-run",          "--in-place",
+                                            "--force",  "--dtype",  "--select", "--to safetensors",
                                             "--max-shard-size", "--dedupe-tied", "--part"};
-inline constexpr RequestWords kOptionWords = {"set",   "verify", "dry_run",        "in_place",       "force",
-                                              "dtype", "select", "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
+inline constexpr RequestWords kOptionWords = {"set",   "the format", "verify", "dry_run",        "in_place", "force",
+                                              "dtype", "select",     "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
 
-// The format a file name says: ".safetensors" safetensors; ".bin", ".pt",
-// ".pth", ".ckpt" torch; a trailing ".zst" ignored. nullopt for others.
-std::optional<output::ShardFormat> FormatByName(std::string name);
-
-// OUT is written as a folder in transformers' layout when OUT is an
-// existing folder or ends with '/', or when IN is a folder and OUT's name
-// says no format (FormatByName).
-bool OutputIsFolder(Env* env, const std::string& in, const std::string& out);
+// How the request reads OUT (output/target.h ResolveTarget): a file, a
+// folder or standard output, and the format written. kInvalidArgument for
+// the names and flags that policy refuses.
+Result<output::Target> ResolveRequestTarget(Env* env, const ShrinkRequest& request, const RequestWords& words);
 
 // True when `in` holds safetensors checkpoints only: a file that sniffs as
 // safetensors, or a folder with model.safetensors.index.json or

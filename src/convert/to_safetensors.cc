@@ -14,7 +14,6 @@
 #include "model/checkpoint_file.h"
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
-#include "output/committed_files.h"
 #include "safetensors/writer.h"
 #include "shrink/cast.h"
 #include "shrink/shrink.h"
@@ -58,22 +57,16 @@ Result<std::string> JsonObject(const std::vector<std::pair<std::string, std::str
   return w.Finish();
 }
 
-// Copies the files of an input folder that are neither `handled` nor
-// weights of either format (the output replaces those), nor hidden, adding
-// each to `committed`.
-Result<std::vector<std::string>> CopyOtherFiles(Env* env, const std::string& input, const std::string& output,
-                                                const std::set<std::string>& handled, size_t buffer_bytes,
-                                                output::CommittedFiles& committed) {
+// The files of an input folder that are neither `handled` nor weights of
+// either format (the output replaces those), nor hidden: what a folder OUT
+// gets copied.
+Result<std::vector<std::string>> OtherFiles(Env* env, const std::string& input, const std::set<std::string>& handled) {
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> names, output::OtherFileNames(env, input, handled));
-  std::vector<std::string> copied;
-  for (const std::string& name : names) {
-    if (output::IsSavedWeightsName(name, output::ShardFormat::kSafetensors) || output::IsSavedWeightsName(name, output::ShardFormat::kTorch)) continue;
-    const std::string to = model::JoinPath(output, name);
-    ZF_TRY(output::CopyFile(env, model::JoinPath(input, name), to, buffer_bytes));
-    committed.Add(to);
-    copied.push_back(name);
-  }
-  return copied;
+  std::erase_if(names, [](const std::string& name) {
+    return output::IsSavedWeightsName(name, output::ShardFormat::kSafetensors) ||
+           output::IsSavedWeightsName(name, output::ShardFormat::kTorch);
+  });
+  return names;
 }
 
 // The items of every input, in input then checkpoint order; names that
@@ -294,16 +287,6 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
                     : output::ShardFileName(output::ShardFormat::kSafetensors, k + 1, n);
   };
   auto path_of = [&](size_t k) { return folder ? model::JoinPath(output, name_of(k)) : output; };
-  // No file written or removed may be an input by another name.
-  std::vector<std::string> targets;
-  for (size_t k = 0; k < n; ++k) targets.push_back(path_of(k));
-  if (folder) {
-    targets.push_back(model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors)));
-    ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, output::EarlierSave(env, output, output::ShardFormat::kSafetensors));
-    targets.insert(targets.end(), earlier.begin(), earlier.end());
-  }
-  ZF_TRY(output::RefuseInputTargets(env, paths, targets, "would replace an input file"));
-
   // Every file is planned (header and exact size) before any is written:
   // each --part computes the same plan and writes only its own files.
   struct PlannedFile {
@@ -312,7 +295,6 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   };
   std::vector<PlannedFile> planned;
   std::vector<std::pair<std::string, std::string>> weight_map;
-  std::set<std::string> written_names;
   for (size_t k = 0; k < n; ++k) {
     const std::string name = name_of(k);
     const std::string path = path_of(k);
@@ -347,7 +329,6 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     report.files.push_back({path, layout->file_size, specs.size()});
     file.layout = std::move(layout).value();
     planned.push_back(std::move(file));
-    written_names.insert(name);
   }
 
   const output::PartSpec& part = options.part;
@@ -361,21 +342,45 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   }
   ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
   if (part.kind != output::PartSpec::Kind::kAll) report.parts = part_files;
+  // What a folder OUT gets after the weights: the copies, the index, the
+  // removal of an earlier save's other files (as save_pretrained does).
+  output::FolderTail tail;
+  std::vector<bool> tail_in_place;
+  if (folder) {
+    if (folder_input && input != output) {
+      tail.copy_from = input;
+      ZF_ASSIGN_OR_RETURN(tail.copies, OtherFiles(env, input, handled));
+    }
+    if (n > 1) {
+      tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors));
+      tail.index_text = output::IndexText(tail.index, total, weight_map);
+    }
+    std::vector<std::string> planned = part_files.paths;
+    if (!tail.index.empty()) planned.push_back(tail.index);
+    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kSafetensors, planned));
+    ZF_TRY(output::CheckFolderOutput(env, output, paths, part, part_files, tail, options.force, options.dry_run,
+                                     &tail_in_place));
+  } else {
+    // The request refused an OUT file that exists (output/target.h).
+    if (!io::IsStreamName(output)) {
+      ZF_TRY(output::CheckTargets(env, paths, {{output}, {}}, /*force=*/true));
+      if (!options.dry_run) ZF_TRY(output::CheckFreeSpace(env, output, report.files[0].bytes));
+    }
+  }
 
   uint64_t to_write = 0;  // tensor bytes this run writes, for progress
   for (size_t k = 0; k < n; ++k)
     if (part_files.write[k])
       for (const Item* it : planned[k].by_spec) to_write += it->nbytes;
   FileWriter writer(inputs, options, to_write);
-  // A folder written by one run (or finished) is complete with its index;
-  // a failure or cancellation before that removes what this run wrote.
-  output::CommittedFiles committed(env, folder && part.kind != output::PartSpec::Kind::kPart);
+  output::OutputRollback rollback(env);
   // finish writes no checkpoint file: OUT holds the parts' files already.
-  if (folder && !options.dry_run && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
+  if (folder && !options.dry_run && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
   for (size_t k = 0; k < n && !options.dry_run; ++k) {
     if (part_files.write[k]) {
       ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
-      committed.Add(part_files.paths[k]);
+      if (part.kind == output::PartSpec::Kind::kAll && part_files.paths[k] != io::kStdioName)
+        rollback.Committed(part_files.paths[k]);
     } else if (options.verify && (part.kind == output::PartSpec::Kind::kFinish ||
                                   (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index))) {
       // A file found complete (a part's own; finish: every file) is checked
@@ -383,21 +388,15 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       ZF_TRY(writer.VerifyExisting(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
     }
   }
-  if (!folder || part.kind == output::PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
-
-  if (n > 1) {
-    report.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors));
-    written_names.insert(output::IndexFileName(output::ShardFormat::kSafetensors));
+  report.index = tail.index;
+  if (folder && part.kind != output::PartSpec::Kind::kPart && !options.dry_run) {
+    // The copies before the index, the index before stale shards go: a
+    // folder with an index is complete.
+    ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, &report.copied,
+                             &report.removed));
   }
-  if (options.dry_run) return report;
-  // The copies before the index, the index before stale shards go: a
-  // folder with an index is complete.
-  if (folder_input && input != output) {
-    ZF_ASSIGN_OR_RETURN(report.copied, CopyOtherFiles(env, input, output, handled, options.buffer_bytes, committed));
-  }
-  if (!report.index.empty()) ZF_TRY(output::WriteIndex(env, report.index, total, weight_map));
-  committed.Keep();
-  ZF_ASSIGN_OR_RETURN(report.removed, output::RemoveStaleShards(env, output, output::ShardFormat::kSafetensors, written_names));
+  if (part.kind == output::PartSpec::Kind::kPart) report.index.clear();
+  rollback.Keep();
   return report;
 }
 

@@ -10,7 +10,6 @@
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
 #include "model/select.h"
-#include "output/committed_files.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "shrink/cast.h"
@@ -99,8 +98,8 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   shrink.progress = options.progress;
   shrink.dtype = options.dtype;
   shrink.select = options.select;
+  shrink.convert = options.convert;
   const std::string name = output::SingleFileName(output::ShardFormat::kTorch);
-  if (!options.dry_run) ZF_TRY(env->CreateDirs(output));
   ZF_ASSIGN_OR_RETURN(shrink::ShrinkReport r, shrink::ShrinkFile(env, input, model::JoinPath(output, name), shrink));
   ConvertReport report;
   report.inputs = {input};
@@ -134,60 +133,20 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
     name_bytes.push_back(shrink::OutputNbytes(t, *out));
   }
   output::ShardPlan plan = output::PlanShards(items, options.max_shard_bytes);
-  // No file written or removed (an earlier save in OUT) may be the input by
-  // another name.
-  std::vector<std::string> targets;
   const size_t n = plan.shards.size();
-  if (n <= 1) targets.push_back(model::JoinPath(output, output::SingleFileName(output::ShardFormat::kTorch)));
-  for (size_t k = 0; n > 1 && k < n; ++k)
-    targets.push_back(model::JoinPath(output, output::ShardFileName(output::ShardFormat::kTorch, k + 1, n)));
-  if (n > 1) targets.push_back(model::JoinPath(output, output::IndexFileName(output::ShardFormat::kTorch)));
-  ZF_ASSIGN_OR_RETURN(std::vector<std::string> earlier, output::EarlierSave(env, output, output::ShardFormat::kTorch));
-  targets.insert(targets.end(), earlier.begin(), earlier.end());
-  ZF_TRY(output::RefuseInputTargets(env, {input}, targets, "would replace an input file"));
   const output::PartSpec& part = options.part;
   ConvertOptions plan_only = options;
   plan_only.dry_run = true;
-  if (n <= 1) {
-    // One file, as ShrinkFile writes it; with --part, planned first, then
-    // written by the part it falls to.
-    ZF_ASSIGN_OR_RETURN(ConvertReport report,
-                        WriteSingle(env, input, output, part.kind == output::PartSpec::Kind::kAll ? options : plan_only));
-    if (part.kind != output::PartSpec::Kind::kAll) {
-      output::PartFiles files;
-      files.paths = {report.files[0].path};
-      files.bytes = {report.files[0].bytes};
-      ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, files));
-      if (files.write[0] && !options.dry_run) {
-        ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, options));
-      }
-      report.parts = std::move(files);
-    }
-    if (options.dry_run || part.kind == output::PartSpec::Kind::kPart) return report;
-    ZF_ASSIGN_OR_RETURN(report.removed,
-                        output::RemoveStaleShards(env, output, output::ShardFormat::kTorch, {output::SingleFileName(output::ShardFormat::kTorch)}));
-    return report;
-  }
-
-  if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
-    return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
-                          Join(ckpt.unsafe_globals) + " (--keep-unsafe carries them through unexecuted)")
-        .WithPath(input);
+  // Every file is planned first (exact sizes): the checks of the folder OUT
+  // (output/folder.h CheckFolderOutput) and the parts need them.
+  output::PartFiles files;
+  output::FolderTail tail;
   ConvertReport report;
-  report.inputs = {input};
-  report.input_bytes = in.src->size();
-  for (const std::string& g : ckpt.unsafe_globals)
-    report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
-  model::PlainValues values = model::CollectPlainValues(ckpt);
-  std::vector<std::string> dropped = values.skipped;
-  for (const auto& [key, text] : values.entries) dropped.push_back(key);
-  if (!dropped.empty())
-    report.warnings.emplace_back(input, "not written (shards hold tensors only): " + Join(dropped));
-  ZF_ASSIGN_OR_RETURN(std::vector<torch::ExtraRecord> extras, ExtraRecords(in));
-
-  // Shard k: a dict of its tensors, with only the storages it reaches.
-  const std::vector<torch::Tensor> all = std::move(ckpt.tensors);
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  std::vector<torch::ExtraRecord> extras;
+  const std::vector<torch::Tensor> all = ckpt.tensors;
   const std::vector<torch::Storage> all_storages = ckpt.storages;
+  // Shard k: a dict of its tensors, with only the storages it reaches.
   auto select_shard = [&](torch::Checkpoint& c, size_t k) -> Status {
     c.tensors.clear();
     c.storages = all_storages;
@@ -201,61 +160,95 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   };
   shrink::CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
   auto nowhere = [](uint64_t) {};
-  // With --part, every shard is planned first (exact sizes), each on a copy
-  // of the checkpoint, since writing retargets its tensors.
-  output::PartFiles files;
-  for (size_t k = 0; k < n; ++k) files.paths.push_back(model::JoinPath(output, output::ShardFileName(output::ShardFormat::kTorch, k + 1, n)));
-  files.bytes.assign(n, 0);
-  if (part.kind != output::PartSpec::Kind::kAll) {
+  if (n <= 1) {
+    // One file, as ShrinkFile writes it.
+    ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, plan_only));
+    files.paths = {report.files[0].path};
+    files.bytes = {report.files[0].bytes};
+  } else {
+    if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
+      return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
+                            Join(ckpt.unsafe_globals) + " (--keep-unsafe carries them through unexecuted)")
+          .WithPath(input);
+    report.inputs = {input};
+    report.input_bytes = in.src->size();
+    for (const std::string& g : ckpt.unsafe_globals)
+      report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
+    model::PlainValues values = model::CollectPlainValues(ckpt);
+    std::vector<std::string> dropped = values.skipped;
+    for (const auto& [key, text] : values.entries) dropped.push_back(key);
+    if (!dropped.empty())
+      report.warnings.emplace_back(input, "not written (shards hold tensors only): " + Join(dropped));
+    ZF_ASSIGN_OR_RETURN(extras, ExtraRecords(in));
     for (size_t k = 0; k < n; ++k) {
+      const std::string name = output::ShardFileName(output::ShardFormat::kTorch, k + 1, n);
+      files.paths.push_back(model::JoinPath(output, name));
+      // Each shard planned on a copy of the checkpoint: writing retargets its tensors.
       torch::Checkpoint copy = ckpt;
       ZF_TRY(select_shard(copy, k));
       Result<uint64_t> size = WriteShard(env, in, copy, files.paths[k], extras, plan_only, copier, nowhere);
       if (!size.ok()) return Status(size.status()).WithPath(input);
-      files.bytes[k] = *size;
+      files.bytes.push_back(*size);
+      for (uint32_t i : plan.shards[k]) {
+        weight_map.emplace_back(all[i].name, name);
+        report.total_size += name_bytes[i];
+      }
     }
+    tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kTorch));
+    tail.index_text = output::IndexText(tail.index, report.total_size, weight_map);
   }
+  // Shards written afresh replace an earlier save whole, as save_pretrained does.
+  std::vector<std::string> planned = files.paths;
+  if (!tail.index.empty()) planned.push_back(tail.index);
+  ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kTorch, planned));
   ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, files));
+  std::vector<bool> tail_in_place;
+  ZF_TRY(output::CheckFolderOutput(env, output, {input}, part, files, tail, options.force, options.dry_run,
+                                   &tail_in_place));
   if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
-
-  if (!options.dry_run && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
-  uint64_t total = 0;
-  for (size_t k = 0; k < n; ++k)
-    if (files.write[k]) total += plan.bytes[k];
-  uint64_t done = 0;
-  auto wrote = [&](uint64_t n) {
-    done += n;
-    if (options.progress) options.progress(done, total);
-  };
-  std::vector<std::pair<std::string, std::string>> weight_map;
-  std::set<std::string> written;
-  // The shards are a save once the index is in place; a failure or
-  // cancellation before that removes the shards this run wrote.
-  output::CommittedFiles committed(env, part.kind != output::PartSpec::Kind::kPart);
-  for (size_t k = 0; k < n; ++k) {
-    const std::string name = output::ShardFileName(output::ShardFormat::kTorch, k + 1, n);
-    for (uint32_t i : plan.shards[k]) {
-      weight_map.emplace_back(all[i].name, name);
-      report.total_size += name_bytes[i];
+  if (options.dry_run) {
+    if (n > 1) {
+      for (size_t k = 0; k < n; ++k) report.files.push_back({files.paths[k], files.bytes[k], plan.shards[k].size()});
+      report.index = tail.index;
     }
-    written.insert(name);
-    uint64_t size = files.bytes[k];
-    if (files.write[k]) {
-      ZF_TRY(select_shard(ckpt, k));
-      Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, options, copier, wrote);
-      if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
-      if (!options.dry_run) committed.Add(files.paths[k]);
-      size = *wrote_size;
-    }
-    report.files.push_back({files.paths[k], size, plan.shards[k].size()});
+    return report;
   }
-  if (part.kind == output::PartSpec::Kind::kPart) return report;  // the index and the removals are finish's
-  report.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kTorch));
-  written.insert(output::IndexFileName(output::ShardFormat::kTorch));
-  if (options.dry_run) return report;
-  ZF_TRY(output::WriteIndex(env, report.index, report.total_size, weight_map));
-  committed.Keep();
-  ZF_ASSIGN_OR_RETURN(report.removed, output::RemoveStaleShards(env, output, output::ShardFormat::kTorch, written));
+
+  output::OutputRollback rollback(env);
+  if (part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
+  if (n <= 1) {
+    if (files.write[0]) {
+      ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, options));
+      if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[0]);
+      if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
+    }
+  } else {
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; ++k)
+      if (files.write[k]) total += plan.bytes[k];
+    uint64_t done = 0;
+    auto wrote = [&](uint64_t n) {
+      done += n;
+      if (options.progress) options.progress(done, total);
+    };
+    for (size_t k = 0; k < n; ++k) {
+      uint64_t size = files.bytes[k];
+      if (files.write[k]) {
+        ZF_TRY(select_shard(ckpt, k));
+        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, options, copier, wrote);
+        if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
+        size = *wrote_size;
+        if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[k]);
+      }
+      report.files.push_back({files.paths[k], size, plan.shards[k].size()});
+    }
+  }
+  if (part.kind != output::PartSpec::Kind::kPart) {  // the index and the removals are finish's
+    report.index = tail.index;
+    ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, nullptr,
+                             &report.removed));
+  }
+  rollback.Keep();
   return report;
 }
 

@@ -16,18 +16,11 @@
 #include "output/folder.h"
 #include "output/parts.h"
 #include "output/sharding.h"
+#include "output/target.h"
 
 namespace zerofold::gather {
 
 namespace {
-
-// OUT names that are one file rather than a folder.
-constexpr std::string_view kFileSuffixes[] = {".bin", ".pt", ".safetensors"};
-constexpr std::string_view kSafetensorsSuffix = ".safetensors";
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 // Shards of the layout's entries: each entry with the bytes it adds to its
 // file, grouped with the entry holding its data, so a tie goes into its
@@ -62,25 +55,20 @@ Status CheckConversions(const GatherPlan& plan, const MergeLayout& layout) {
 
 }  // namespace
 
-Result<OutputTarget> ResolveOutput(Env* env, const std::string& out, std::optional<MergeFormat> format) {
+Result<OutputTarget> ResolveOutput(Env* env, const std::string& out, const OutputOptions& options) {
+  output::TargetRequest request;
+  request.input_is_folder = true;
+  request.to = options.format;
+  request.default_format = MergeFormat::kTorch;
+  request.shards = options.max_shard_bytes.has_value();
+  request.part = options.part.kind != output::PartSpec::Kind::kAll;
+  request.streams = false;
+  ZF_ASSIGN_OR_RETURN(output::Target t, output::ResolveTarget(env, out, request));
   OutputTarget target;
-  std::optional<MergeFormat> implied;
-  for (std::string_view suffix : kFileSuffixes) {
-    if (EndsWith(out, suffix)) {
-      target.single_file = true;
-      implied = suffix == kSafetensorsSuffix ? MergeFormat::kSafetensors : MergeFormat::kTorch;
-    }
-  }
-  if (implied && format && *implied != *format)
-    return Status::InvalidArgument("--to " + std::string(MergeFormatName(*format)) + " contradicts the " +
-                                   std::string(MergeFormatName(*implied)) + " file name")
-        .WithPath(out);
-  target.format = implied ? *implied : format.value_or(MergeFormat::kTorch);
+  target.single_file = t.kind == output::TargetKind::kFile;
+  target.format = t.format;
   if (target.single_file && target.format == MergeFormat::kTorch && ArchiveStem(out).empty())
     return Status::InvalidArgument("names no archive: torch files need a name before the extension").WithPath(out);
-  if (target.single_file && env->IsDirectory(out))
-    return Status::InvalidArgument("is a folder; a file name ending in .bin, .pt or .safetensors is written as a file")
-        .WithPath(out);
   return target;
 }
 
@@ -105,7 +93,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     shards.emplace_back();
     for (size_t i = 0; i < layout.entries.size(); ++i) shards.back().push_back(i);
   } else {
-    shards = Shards(layout, entry_bytes, options.max_shard_bytes);
+    shards = Shards(layout, entry_bytes, options.max_shard_bytes.value_or(output::kDefaultMaxShardBytes));
   }
   std::vector<TorchFilePlan> torch_files;
   std::vector<SafetensorsFilePlan> st_files;
@@ -136,22 +124,14 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   // The index: total_size counts the bytes stored, a torch tie once, as
   // transformers' and huggingface_hub's sharding count a shared storage.
   std::vector<std::pair<std::string, std::string>> weight_map;
-  std::set<std::string> written;  // base names in a folder OUT
   for (const MergeOutputFile& f : report->files) {
     std::string base = f.path.substr(f.path.rfind('/') + 1);
-    written.insert(base);
     for (size_t i : f.entries) weight_map.emplace_back(layout.entries[i].name, base);
   }
-  if (report->files.size() > 1) {
-    report->index = model::JoinPath(out, output::IndexFileName(report->format));
-    written.insert(output::IndexFileName(report->format));
-  }
+  if (report->files.size() > 1) report->index = model::JoinPath(out, output::IndexFileName(report->format));
 
   // With --part, which part writes each file (output/parts.h).
   const output::PartSpec& part = options.part;
-  if (part.kind != output::PartSpec::Kind::kAll && target.single_file)
-    return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
-        .WithPath(out);
   output::PartFiles part_files;
   for (const MergeOutputFile& f : report->files) {
     part_files.paths.push_back(f.path);
@@ -161,40 +141,32 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     return part.kind == output::PartSpec::Kind::kAll ||
            (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index);
   };
-
-  // Refuse to replace files unasked, and never write onto an input, by any
-  // name. In a folder OUT, the files of an earlier save count too: --force
-  // replaces that save whole (its other shards are removed), as
-  // save_pretrained does. Parts and finish treat an earlier save's files
-  // that this plan does not write the same way (refused without --force,
-  // removed by finish with it); a part's own files present with their
-  // planned size are complete (written atomically) and skipped.
-  std::vector<std::string> earlier;  // a folder OUT's earlier save
-  if (!target.single_file) {
-    ZF_ASSIGN_OR_RETURN(earlier, output::EarlierSave(env, out, report->format));
-  }
   ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
   if (part.kind != output::PartSpec::Kind::kAll) report->parts = part_files;
-  std::vector<std::string> targets;
-  for (size_t k = 0; k < report->files.size(); ++k)
-    if (mine(k)) targets.push_back(report->files[k].path);
-  if (!report->index.empty() && part.kind != output::PartSpec::Kind::kPart) targets.push_back(report->index);
-  std::vector<std::string> replaced = targets;
-  replaced.insert(replaced.end(), earlier.begin(), earlier.end());
-  ZF_TRY(output::RefuseInputTargets(env, inputs, replaced, "is an input file of the merge"));
-  if (part.kind == output::PartSpec::Kind::kAll && !options.force) {
-    for (const std::string& t : targets)
-      if (env->FileExists(t)) return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
-    if (!earlier.empty())
-      return Status::InvalidArgument("is part of an earlier save in the output folder; use --force to replace it")
-          .WithPath(earlier.front());
-  } else if (!options.force) {
-    for (const std::string& e : earlier)
-      if (!written.count(e.substr(e.rfind('/') + 1)))
-        return Status::InvalidArgument(
-                   "is part of an earlier save in the output folder, not of this plan; use --force (with every "
-                   "part and finish) to replace that save: --part finish then removes it")
-            .WithPath(e);
+
+  // Refuse to replace files unasked, and never write onto an input, by any
+  // name (output/target.h). A folder OUT gets, after the weights, the
+  // copies of the checkpoint's model files, the index, and the removal of an
+  // earlier save's other files, as save_pretrained does.
+  output::FolderTail tail;
+  std::vector<bool> tail_in_place;
+  if (target.single_file) {
+    if (!options.dry_run) {
+      ZF_TRY(output::CheckTargets(env, inputs, {{out}, {}}, options.force));
+      ZF_TRY(output::CheckFreeSpace(env, out, report->files[0].bytes));
+    }
+  } else {
+    tail.copy_from = target.copy_from;
+    tail.copies = target.copies;
+    if (!report->index.empty()) {
+      tail.index = report->index;
+      tail.index_text = output::IndexText(report->index, report->tensor_bytes, weight_map);
+    }
+    std::vector<std::string> planned = part_files.paths;
+    if (!tail.index.empty()) planned.push_back(tail.index);
+    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, out, report->format, planned));
+    ZF_TRY(output::CheckFolderOutput(env, out, inputs, part, part_files, tail, options.force, options.dry_run,
+                                     &tail_in_place));
   }
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
@@ -240,15 +212,12 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
       for (size_t k = 0; k < all.size(); ++k) all[k] = k;
       ZF_TRY(verify_files(all, [&](size_t k) { return env->OpenRandom(report->files[k].path); }));
     }
-    if (!report->index.empty()) {
-      if (Status s = output::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
-        return s.WithPath(report->index);
-    }
-    ZF_ASSIGN_OR_RETURN(report->removed, output::RemoveStaleShards(env, out, report->format, written));
-    return Status::OK();
+    return output::WriteTail(env, out, tail, tail_in_place, options.buffer_bytes, nullptr, &report->copied,
+                             &report->removed);
   }
 
-  if (!target.single_file) ZF_TRY(env->CreateDirs(out));
+  output::OutputRollback rollback(env);
+  if (!target.single_file) ZF_TRY(rollback.CreateDirs(out));
   uint64_t done = 0;
   uint64_t total = 0;
   for (size_t k = 0; k < report->files.size(); ++k)
@@ -288,28 +257,21 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
       return sink_of[k] != SIZE_MAX ? sinks[sink_of[k]]->OpenWritten() : env->OpenRandom(report->files[k].path);
     }));
   }
-  // Every file is complete: commit them, the index last. Should a commit
-  // fail, the files committed before it are removed again, so no partial
-  // set of shards is left (a file replaced under --force stays replaced).
-  std::vector<std::string> committed;
-  auto roll_back = [&](Status failed) {
-    for (const std::string& path : committed) env->RemoveFile(path).IgnoreError();
-    return failed;
-  };
+  // Every file is complete: commit them, then the copies and the index.
+  // Should anything fail, the files committed before are removed again, so
+  // no partial set of shards is left (output/target.h OutputRollback); a
+  // part's files are complete, and a rerun skips them.
   for (size_t j = 0; j < sinks.size(); ++j) {
     MergeOutputFile& f = report->files[to_write[j]];
-    if (Status s = sinks[j]->Commit(); !s.ok()) return roll_back(s.WithPath(f.path));
-    committed.push_back(f.path);
+    if (Status s = sinks[j]->Commit(); !s.ok()) return s.WithPath(f.path);
+    if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(f.path);
     f.bytes = sinks[j]->position();
   }
-  if (part.kind == output::PartSpec::Kind::kPart) return Status::OK();  // the index is --part finish's
-  if (!report->index.empty()) {
-    if (Status s = output::WriteIndex(env, report->index, report->tensor_bytes, weight_map); !s.ok())
-      return roll_back(s.WithPath(report->index));
+  if (part.kind != output::PartSpec::Kind::kPart && !target.single_file) {
+    ZF_TRY(output::WriteTail(env, out, tail, tail_in_place, options.buffer_bytes, &rollback, &report->copied,
+                             &report->removed));
   }
-  if (!target.single_file) {
-    ZF_ASSIGN_OR_RETURN(report->removed, output::RemoveStaleShards(env, out, report->format, written));
-  }
+  rollback.Keep();
   return Status::OK();
 }
 

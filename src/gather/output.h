@@ -34,8 +34,9 @@ struct OutputOptions {
   // Output format (--to). Unset: from OUT's extension (.safetensors), else torch.
   std::optional<MergeFormat> format;
   // A folder OUT is split into shards past this many tensor bytes per file
-  // (--max-shard-size; transformers' default, 5 GB). An OUT file is never split.
-  uint64_t max_shard_bytes = output::kDefaultMaxShardBytes;
+  // (--max-shard-size); unset: transformers' default, 5 GB. Set with a file
+  // OUT: refused (ResolveOutput).
+  std::optional<uint64_t> max_shard_bytes;
   // Replace existing output files (--force); without it they are refused,
   // as are the files of an earlier save in a folder OUT. With it, a folder
   // OUT's earlier save is replaced whole: its other shards are removed.
@@ -61,22 +62,28 @@ struct OutputOptions {
   output::PartSpec part;
 };
 
-// Where OUT goes: one file (a name ending in .bin, .pt or .safetensors) or
-// a folder, and in which format.
+// Where OUT goes: one file or a folder (output/target.h reads the name; the
+// input is a folder), and in which format; and the files a folder OUT gets
+// copied beside the weights.
 struct OutputTarget {
   bool single_file = false;
   MergeFormat format = MergeFormat::kTorch;
+  std::string copy_from;             // the folder the copies come from
+  std::vector<std::string> copies;   // names (output/folder.h ModelFileNames)
 };
 
-// kInvalidArgument (path: out) for --to that contradicts OUT's extension,
-// a torch file name without a stem, or a file name that is a folder.
-Result<OutputTarget> ResolveOutput(Env* env, const std::string& out, std::optional<MergeFormat> format);
+// output/target.h ResolveTarget for a job that reads a folder and writes no
+// streams: kInvalidArgument (path: out) for --to that contradicts OUT's
+// name, a name of no format with an extension, '-' or X.zst, --max-shard-size
+// or --part with a file OUT; also a torch file name without a stem.
+Result<OutputTarget> ResolveOutput(Env* env, const std::string& out, const OutputOptions& options);
 
 struct OutputReport {
   MergeFormat format = MergeFormat::kTorch;
   std::vector<MergeOutputFile> files;
   std::string index;                 // the index file written, "" when unsharded
   std::vector<std::string> removed;  // files of an earlier save removed from a folder OUT (force)
+  std::vector<std::string> copied;   // the checkpoint folder's model files copied into a folder OUT
   uint64_t tensor_bytes = 0;  // data bytes written (a tie's copy counts in safetensors only)
   uint64_t bytes_read = 0;    // source bytes read to write them (not counting verify)
   size_t ties = 0;            // tie entries in the layout

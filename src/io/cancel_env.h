@@ -6,11 +6,12 @@
 // (AtomicFileSink::Commit) or open of a source or sink fail with
 // kCancelled. The job then unwinds through its ordinary failure path: sinks
 // destroyed uncommitted remove their temp files, and a folder run removes
-// the files it had committed (output/committed_files.h), so a cancelled run
+// the files it had committed (output/target.h OutputRollback), so a cancelled run
 // leaves what a failed one leaves.
 //
 // Not checked: listing, existence tests, small-file reads of metadata
-// (bounded and fast), and RemoveFile, which the unwinding itself uses.
+// (bounded and fast), free space, and RemoveFile and RemoveDir, which the
+// unwinding itself uses.
 //
 // The flag is a lock-free atomic: a signal handler (cli/signals.h) or
 // another thread (the C API's progress callback) may set it at any time.
@@ -59,6 +60,8 @@ class CancelEnv final : public Env {
     return base_->ReadSmallFile(path, max_bytes);
   }
   Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Status RemoveDir(const std::string& path) override { return base_->RemoveDir(path); }
+  Result<uint64_t> FreeBytes(const std::string& path) override { return base_->FreeBytes(path); }
   Result<FileId> GetFileId(const std::string& path) override { return base_->GetFileId(path); }
 
  private:

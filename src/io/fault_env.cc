@@ -89,6 +89,7 @@ void FaultEnv::Reset() {
   fail_read_ = 0;
   truncate_at_ = kNever;
   stream_chunk_ = 0;
+  free_bytes_ = kNever;
   space_ = 0;
   fail_commit_ = 0;
   reads_ = 0;

@@ -14,7 +14,9 @@
 //                      what fits, then fail with kIO "No space left on device";
 //   FailCommit(n)      the n-th Commit() fails with kIO before renaming, as a
 //                      failed rename does; the temp file is removed when the
-//                      sink is destroyed.
+//                      sink is destroyed;
+//   SetFreeBytes(k)    FreeBytes says k (kNever: what the wrapped env says),
+//                      whatever SetSpace makes the writes do.
 // Every injected error carries the path (and offset for reads), as the
 // POSIX env's errors do. Counters: reads(), commits(), bytes_appended().
 //
@@ -48,6 +50,7 @@ class FaultEnv final : public Env {
   void SetStreamChunk(size_t n) { stream_chunk_ = n; }
   void SetSpace(uint64_t k) { space_ = k; }
   void FailCommit(uint64_t n) { fail_commit_ = n; }
+  void SetFreeBytes(uint64_t k) { free_bytes_ = k; }
   // Turns every fault off and zeroes the counters.
   void Reset();
 
@@ -67,6 +70,10 @@ class FaultEnv final : public Env {
   Status CreateDirs(const std::string& path) override { return base_->CreateDirs(path); }
   Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override;
   Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Status RemoveDir(const std::string& path) override { return base_->RemoveDir(path); }
+  Result<uint64_t> FreeBytes(const std::string& path) override {
+    return free_bytes_ == kNever ? base_->FreeBytes(path) : Result<uint64_t>(free_bytes_.load());
+  }
   Result<FileId> GetFileId(const std::string& path) override { return base_->GetFileId(path); }
 
  private:
@@ -83,6 +90,7 @@ class FaultEnv final : public Env {
   std::atomic<size_t> stream_chunk_{0};
   std::atomic<uint64_t> space_{0};
   std::atomic<uint64_t> fail_commit_{0};
+  std::atomic<uint64_t> free_bytes_{kNever};
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> appended_{0};

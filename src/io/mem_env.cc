@@ -382,4 +382,30 @@ Status MemEnv::RemoveFile(const std::string& path) {
   return Status::OK();
 }
 
+Status MemEnv::RemoveDir(const std::string& path) {
+  std::string norm = Normalize(path);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!dirs_.count(norm)) return Status::NotFound("rmdir: No such file or directory").WithPath(path);
+  const std::string prefix = norm + "/";
+  auto inside = [&](const std::string& p) { return p.compare(0, prefix.size(), prefix) == 0; };
+  if (std::any_of(files_.begin(), files_.end(), [&](const auto& f) { return inside(f.first); }) ||
+      std::any_of(dirs_.begin(), dirs_.end(), inside))
+    return Status::IOError("rmdir: Directory not empty").WithPath(path);
+  dirs_.erase(norm);
+  dir_ids_.erase(norm);
+  return Status::OK();
+}
+
+void MemEnv::SetFreeBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_bytes_ = bytes;
+}
+
+Result<uint64_t> MemEnv::FreeBytes(const std::string& path) {
+  std::string norm = Normalize(path);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!files_.count(norm) && !DirExistsLocked(norm)) return Status::NotFound("statvfs: No such file or directory").WithPath(path);
+  return free_bytes_;
+}
+
 }  // namespace zerofold::io

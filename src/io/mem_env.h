@@ -76,6 +76,8 @@ class MemEnv final : public Env {
   // Process `pid` runs, started at `start` (kMemWriter's is running); pids
   // not set are absent.
   void SetProcess(uint64_t pid, uint64_t start);
+  // What FreeBytes says for every path that exists (default: UINT64_MAX).
+  void SetFreeBytes(uint64_t bytes);
 
   // Contract breaches seen so far, one line each.
   std::vector<std::string> violations() const;
@@ -92,6 +94,8 @@ class MemEnv final : public Env {
   Status CreateDirs(const std::string& path) override;
   Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) override;
   Status RemoveFile(const std::string& path) override;
+  Status RemoveDir(const std::string& path) override;
+  Result<uint64_t> FreeBytes(const std::string& path) override;
   // {0, FileId(path)} for a file; folders get ids of their own.
   Result<zerofold::FileId> GetFileId(const std::string& path) override;
 
@@ -124,7 +128,8 @@ class MemEnv final : public Env {
   mutable std::mutex mu_;
   std::map<std::string, File> files_;
   std::set<std::string> dirs_;
-  std::map<std::string, uint64_t> dir_ids_;  // given out by GetFileId; folders are never removed
+  std::map<std::string, uint64_t> dir_ids_;  // given out by GetFileId
+  uint64_t free_bytes_ = UINT64_MAX;
   uint64_t next_id_ = 1;
   uint64_t next_temp_ = 1;
   std::map<uint64_t, uint64_t> processes_ = {{kMemWriter.pid, kMemWriter.start}};

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -465,6 +466,17 @@ class PosixEnv final : public Env {
   Status RemoveFile(const std::string& path) override {
     if (::unlink(path.c_str()) != 0) return PosixError(path, "remove", errno);
     return Status::OK();
+  }
+
+  Status RemoveDir(const std::string& path) override {
+    if (::rmdir(path.c_str()) != 0) return PosixError(path, "rmdir", errno);
+    return Status::OK();
+  }
+
+  Result<uint64_t> FreeBytes(const std::string& path) override {
+    struct statvfs fs;
+    if (::statvfs(path.c_str(), &fs) != 0) return PosixError(path, "statvfs", errno);
+    return static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_frsize);
   }
 
   Result<FileId> GetFileId(const std::string& path) override {

@@ -6,6 +6,7 @@
 #include "dcp/merge.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
+#include "output/folder.h"
 #include "zero/merge.h"
 
 namespace zerofold::merge {
@@ -119,7 +120,13 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
                                     const MergeOptions& options) {
   MergeReport report;
   report.checkpoint = ckpt_dir;
-  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options.format));
+  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options));
+  if (!target.single_file) {
+    // A training checkpoint folder (Hugging Face Trainer's checkpoint-N/)
+    // holds the model's config and tokenizer beside the weights.
+    target.copy_from = ckpt_dir;
+    ZF_ASSIGN_OR_RETURN(target.copies, output::ModelFileNames(env, ckpt_dir));
+  }
   ZF_ASSIGN_OR_RETURN(std::optional<megatron::Folder> megatron_folder, megatron::FindFolder(env, ckpt_dir, options.tag));
   if (megatron_folder) {
     ZF_TRY(MergeMegatron(env, *megatron_folder, out, target, options, &report));

@@ -96,15 +96,19 @@ struct MergeReport : gather::OutputReport {
 // Merges the checkpoint in `ckpt_dir` into `out`: a Megatron torch_dist
 // checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a DCP
 // folder (or one holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as
-// MergeDcp does; else a DeepSpeed checkpoint (see FindTagFolder). `out` is a file
-// when it ends in .bin, .pt or .safetensors, else a folder (created) that
-// receives pytorch_model.bin / model.safetensors, or shards and an index.
+// MergeDcp does; else a
+// DeepSpeed checkpoint (see FindTagFolder). `out` is read by output/target.h
+// (gather::ResolveOutput): a file when its name says a format, else a folder
+// (created) that receives pytorch_model.bin / model.safetensors, or shards
+// and an index, and the model files of `ckpt_dir` (output/folder.h
+// ModelFileNames: config, tokenizer; a Trainer's checkpoint-N/).
 // Errors carry the path of the file concerned and, from the planner, the
 // numbers: see FindTagFolder, LoadZeroCheckpoint, zero::PlanMerge and
-// LayOutMerge; also kInvalidArgument for an output that exists (without
-// force), --to that contradicts OUT's extension, or a --dtype that is no
-// floating type; kCorrupt naming the file and tensor when --verify finds a
-// difference.
+// LayOutMerge; also kInvalidArgument for what output/target.h refuses (an
+// output that exists without force, --to that contradicts OUT's name, a
+// stream OUT, --max-shard-size with a file OUT) or a --dtype that is no
+// floating type; kIO for too little free disk; kCorrupt naming the file and
+// tensor when --verify finds a difference.
 Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const std::string& out,
                                     const MergeOptions& options);
 

@@ -174,6 +174,12 @@ Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const to
     return Status::InvalidArgument(message);
   }
 
+  if (tensor_nodes.count(node)) {
+    // One tensor keeps its key as its name: the root becomes {KEY: tensor}.
+    const NodeId dict = ckpt.graph.AddDict();
+    ckpt.graph.SetItem(dict, ckpt.graph.AddStr(keys.back()), node);
+    node = dict;
+  }
   ZF_ASSIGN_OR_RETURN(torch::Recognized found,
                       torch::RecognizeTensors(g, node, torch::RecognizeOptionsFor(ckpt.format, options)));
   // Storages are every pid of the graph in document order, whatever the root;

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <numeric>
 
+#include "output/sharding.h"
+
 namespace zerofold::output {
 
 namespace {
@@ -63,14 +65,45 @@ Result<bool> FileComplete(Env* env, const std::string& path, uint64_t planned_by
   return true;
 }
 
+namespace {
+
+// A weights file (a single file, shard or index of either format) in the
+// folder of paths[0] that is none of `paths`: another plan's; "" if none.
+std::string UnplannedWeights(Env* env, const std::vector<std::string>& paths) {
+  if (paths.empty()) return "";
+  const std::string folder = paths[0].substr(0, paths[0].rfind('/') == std::string::npos ? 0 : paths[0].rfind('/'));
+  Result<std::vector<DirEntry>> entries = env->ListDir(folder.empty() ? "." : folder);
+  if (!entries.ok()) return "";
+  std::sort(entries->begin(), entries->end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  for (const DirEntry& e : *entries) {
+    const std::string path = folder.empty() ? e.name : folder + "/" + e.name;
+    if (e.is_dir || std::find(paths.begin(), paths.end(), path) != paths.end()) continue;
+    if (IsSavedWeightsName(e.name, ShardFormat::kTorch) || IsSavedWeightsName(e.name, ShardFormat::kSafetensors))
+      return e.name;
+  }
+  return "";
+}
+
+}  // namespace
+
 Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const std::vector<uint64_t>& bytes) {
   for (size_t k = 0; k < paths.size(); ++k) {
-    if (!env->FileExists(paths[k]))
+    if (!env->FileExists(paths[k])) {
+      if (std::string other = UnplannedWeights(env, paths); !other.empty())
+        return Status::InvalidArgument("is missing, and the folder holds " + other +
+                                       ", which this plan does not write: planned with other flags? run finish "
+                                       "with the flags of the parts")
+            .WithPath(paths[k]);
       return Status::Corrupt("is missing: the part that writes it has not finished; rerun that part").WithPath(paths[k]);
+    }
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> file, env->OpenRandom(paths[k]));
+    // The parts wrote every file whole (atomically): another size is
+    // another plan, most often other flags given to finish than to the parts.
     if (file->size() != bytes[k])
-      return Status::Corrupt("has " + std::to_string(file->size()) + " bytes, not the planned " +
-                             std::to_string(bytes[k]) + "; rerun its part with --force")
+      return Status::InvalidArgument("exists with " + std::to_string(file->size()) + " bytes, not the " +
+                                     std::to_string(bytes[k]) +
+                                     " this plan gives it: planned with other flags? run finish with the flags of "
+                                     "the parts (or rerun the part that writes it with --force)")
           .WithPath(paths[k]);
   }
   return Status::OK();

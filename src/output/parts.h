@@ -42,7 +42,9 @@ std::vector<uint32_t> AssignParts(const std::vector<uint64_t>& file_bytes, uint3
 Result<bool> FileComplete(Env* env, const std::string& path, uint64_t planned_bytes);
 
 // For --part finish: kCorrupt naming the first planned file that is absent
-// or of another size, with the part that writes it.
+// (its part has not finished); kInvalidArgument naming the first present
+// with another size (a plan of other flags: finish is told to use the
+// parts' flags).
 Status CheckPartsComplete(Env* env, const std::vector<std::string>& paths, const std::vector<uint64_t>& bytes);
 
 // The planned output files of one run, and what --part makes of them.

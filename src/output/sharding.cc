@@ -1,6 +1,7 @@
 #include "output/sharding.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <string>
 
@@ -136,6 +137,31 @@ Result<TieGroups> FindTieGroups(const torch::Checkpoint& ckpt) {
   }
   for (const torch::ByteRange& r : span) groups.group_bytes.push_back(r.end - r.begin);
   return groups;
+}
+
+namespace {
+
+// "model-00001-of-00003.safetensors": stem, "-", 5+ digits, "-of-", 5+ digits, extension.
+bool IsShardName(const std::string& name, ShardFormat format) {
+  const std::string single = SingleFileName(format);
+  const size_t dot = single.find('.');
+  const std::string stem = single.substr(0, dot), ext = single.substr(dot);
+  if (name.size() <= stem.size() + ext.size() || name.rfind(stem + "-", 0) != 0 ||
+      name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
+    return false;
+  const std::string middle = name.substr(stem.size() + 1, name.size() - stem.size() - 1 - ext.size());
+  const size_t of = middle.find("-of-");
+  if (of == std::string::npos) return false;
+  auto digits = [](const std::string& s) {
+    return s.size() >= 5 && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  };
+  return digits(middle.substr(0, of)) && digits(middle.substr(of + 4));
+}
+
+}  // namespace
+
+bool IsSavedWeightsName(const std::string& name, ShardFormat format) {
+  return name == SingleFileName(format) || name == IndexFileName(format) || IsShardName(name, format);
 }
 
 }  // namespace zerofold::output

@@ -37,6 +37,10 @@ std::string IndexFileName(ShardFormat format);
 // writes them (`f"-{idx+1:05d}-of-{n:05d}"`).
 std::string ShardFileName(ShardFormat format, size_t k, size_t n);
 
+// True for the names a save of `format` writes: SingleFileName,
+// IndexFileName, and ShardFileName's pattern (5 or more digits each).
+bool IsSavedWeightsName(const std::string& name, ShardFormat format);
+
 struct ShardItem {
   uint64_t nbytes = 0;  // bytes the item adds to its shard
   uint32_t group = 0;   // items with the same group go into one shard

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/checkpoint_file.h"
+#include "output/target.h"
 #include "plan/shrink_plan.h"
 #include "shrink/cast.h"
 #include "shrink/prepare.h"
@@ -56,6 +57,8 @@ Result<ShrinkReport> CopyUnchanged(Env* env, const RandomSource& src, const std:
   report.storages_after = report.storages_before;
   report.changed_storages.clear();
   if (options.dry_run) return report;
+  if (!io::IsStreamName(output) && output != report.input)
+    ZF_TRY(output::CheckFreeSpace(env, output, report.input_file_bytes));
   if (output == report.input) {
     if (options.verify) {
       ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, src, {options.read, options.buffer_bytes, options.select}));
@@ -92,6 +95,9 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   Result<model::CheckpointFile> read = model::ReadCheckpointFile(*src, options.read, model::SafetensorsGraph::kBuild);
   if (!read.ok()) return Status(read.status()).WithPath(input);
   torch::Checkpoint& ckpt = read->ckpt;
+  // The records as read (PrepareShrink retargets ckpt to the new storages).
+  const std::vector<torch::Storage> input_storages = ckpt.deflated_records > 0 ? ckpt.storages
+                                                                              : std::vector<torch::Storage>();
   Result<PreparedShrink> prepared = PrepareShrink(ckpt, input, output, options);
   if (!prepared.ok()) return Status(prepared.status()).WithPath(input);
   const plan::ShrinkPlan& plan = prepared->plan;
@@ -113,11 +119,24 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   contents.storages = prepared->records;
   contents.extras = extras;
   report.output_file_bytes = torch::TorchArchiveSize(contents);
-  // A deflated input is always rewritten: outputs are stored, as torch
-  // writes them, so its size is no measure of the rewrite's.
-  if (IsPlainShrink(options) && ckpt.deflated_records == 0 && report.output_file_bytes >= report.input_file_bytes)
+  // Copying unchanged keeps the input's format: only a torch input (zip,
+  // stored or deflated, or legacy) into torch output; a safetensors input
+  // is always converted.
+  const bool torch_input = read->format != model::FileFormat::kSafetensors;
+  if (IsPlainShrink(options) && torch_input && report.output_file_bytes >= report.input_file_bytes) {
+    // A deflated storage record is inflated and CRC-checked before it is
+    // copied, as a rewrite checks it: corrupt input is never passed on.
+    if (!options.dry_run && !input_storages.empty()) {
+      torch::StorageSources sources(*src);
+      for (const torch::Storage& s : input_storages)
+        if (Status opened = sources.For(s).status(); !opened.ok()) return opened.WithPath(input);
+      if (Status checked = sources.Finish(); !checked.ok()) return checked.WithPath(input);
+    }
     return CopyUnchanged(env, *src, output, options, std::move(report));
+  }
   if (options.dry_run) return report;
+  // Streams ('-', .zst) take what they take; a file needs its exact size free.
+  if (!io::IsStreamName(output)) ZF_TRY(output::CheckFreeSpace(env, output, report.output_file_bytes));
 
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
   CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "model/hf_folder.h"
-#include "output/committed_files.h"
 #include "output/folder.h"
 #include "output/parts.h"
 #include "verify/verify.h"
@@ -68,99 +67,37 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     }
   }
   auto target_of = [&](const std::string& in) { return model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))); };
-  std::vector<std::string> targets;  // per shard, the file it is written to
-  for (const std::string& shard : shards) targets.push_back(target_of(shard));
-  if (!in_place) {
-    // OUT's files must not be IN's by another name: each would be replaced
-    // before (or after) it is read.
-    std::vector<std::string> inputs = shards, replaced = targets;
-    if (index != nullptr) {
-      inputs.push_back(index->path);
-      replaced.push_back(target_of(index->path));
-    }
-    ZF_TRY(output::RefuseInputTargets(env, inputs, replaced, "would replace an input file"));
-  }
   FolderReport report;
-  // With --part (output/parts.h): every shard is planned first (metadata
-  // only), so every part divides the same output files by their planned
-  // bytes; a part shrinks only its own, skipping those already complete;
-  // finish checks they all are, then writes the index and copies the rest.
+  // Every shard is planned first (metadata only): its exact size, for the
+  // checks of the folder OUT (output/folder.h CheckFolderOutput) and for
+  // --part, which divides the output shards by their planned bytes.
   std::vector<ShrinkReport> planned;
-  if (part.kind != output::PartSpec::Kind::kAll) {
+  output::PartFiles& out_files = report.parts;
+  {
     ShrinkOptions plan_only = options;
     plan_only.dry_run = true;
-    for (size_t k = 0; k < shards.size(); ++k) {
-      ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], targets[k], plan_only));
-      report.parts.paths.push_back(targets[k]);
-      report.parts.bytes.push_back(r.output_file_bytes);
+    plan_only.verify = false;
+    for (const std::string& shard : shards) {
+      ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shard, target_of(shard), plan_only));
+      out_files.paths.push_back(target_of(shard));
+      out_files.bytes.push_back(r.output_file_bytes);
       planned.push_back(std::move(r));
     }
-    ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, report.parts));
   }
-  // IN's other files (config, tokenizer; not hidden ones), copied as they
-  // are after the shards, in name order.
-  std::vector<std::string> copies;
-  if (!in_place) {
-    std::set<std::string> handled;
-    for (const std::string& shard : shards) handled.insert(shard.substr(shard.rfind('/') + 1));
-    if (index != nullptr) handled.insert(index->path.substr(index->path.rfind('/') + 1));
-    ZF_ASSIGN_OR_RETURN(copies, output::OtherFileNames(env, input, handled));
-  }
-  // One run into a folder: an existing output file needs --force, as a
-  // file OUT does (parts: SelectPartFiles decides).
-  if (part.kind == output::PartSpec::Kind::kAll && !in_place && !options.dry_run && !force) {
-    std::vector<std::string> written = targets;
-    if (index != nullptr) written.push_back(model::JoinPath(output, model::kTorchIndexName));
-    for (const std::string& name : copies) written.push_back(model::JoinPath(output, name));
-    for (const std::string& t : written) {
-      if (env->FileExists(t))
-        return Status::InvalidArgument("exists; use --force to replace it").WithPath(t);
-    }
-  }
-  // finish writes no shard: OUT holds the parts' shards already.
-  if (!options.dry_run && !in_place && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(env->CreateDirs(output));
-  // A failing or cancelled run removes what it wrote before the failure (in
-  // place, each shard replaced its input: atomic per file, nothing to take
-  // back; a part keeps its complete files for its rerun).
-  output::CommittedFiles committed(env, !in_place && part.kind != output::PartSpec::Kind::kPart);
-  std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
-  for (size_t k = 0; k < shards.size(); ++k) {
-    if (part.kind != output::PartSpec::Kind::kAll) {
-      if (part.kind == output::PartSpec::Kind::kPart && report.parts.file_parts[k] != part.index) continue;
-      if (!report.parts.write[k]) {
-        // Complete (a part's own; finish: every shard): with verify,
-        // checked as a written shard is.
-        if (options.verify && !options.dry_run) {
-          ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
-          ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(targets[k]));
-          ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select}));
-          planned[k].verified = true;
-          planned[k].verified_tensors = v.tensors;
-          planned[k].verified_bytes = v.bytes;
-        }
-        report.shards.push_back(planned[k]);
-        if (options.file_done) options.file_done(report.shards.back(), true);
-        continue;
-      }
-    }
-    Result<ShrinkReport> r = ShrinkFile(env, shards[k], targets[k], options);
-    if (!r.ok()) return r.status();
-    if (!options.dry_run) committed.Add(targets[k]);
-    report.shards.push_back(std::move(r).value());
-    if (options.file_done) options.file_done(report.shards.back(), false);
-  }
-  if (part.kind == output::PartSpec::Kind::kPart) return report;  // the index and the rest are finish's
-  std::string index_text;
+  ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, out_files));
+  // The index: its weight_map, and total_size = the nbytes of every name in
+  // it (tied names counted per name), from the planned shards.
+  output::FolderTail tail;
   if (index != nullptr) {
-    // total_size: the nbytes of every name in weight_map, from the shards.
-    model::ShardIndex out_index = *index;
-    out_index.path = model::JoinPath(output, model::kTorchIndexName);
-    for (auto& [name, file] : out_index.weight_map) file = TorchName(file);
+    std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
     for (size_t k = 0; k < shards.size(); ++k)
       if (shards[k] != single_beside_index)
-        for (const auto& [name, nbytes] : report.shards[k].tensor_nbytes) name_bytes[name] = nbytes;
+        for (const auto& [name, nbytes] : planned[k].tensor_nbytes) name_bytes[name] = nbytes;
+    model::ShardIndex out_index = *index;
+    out_index.path = model::JoinPath(output, model::kTorchIndexName);
     uint64_t total = 0;
-    for (const auto& [name, file] : out_index.weight_map) {
+    for (auto& [name, file] : out_index.weight_map) {
+      file = TorchName(file);
       auto it = name_bytes.find(name);
       if (it == name_bytes.end())
         return Status::Corrupt("weight_map names \"" + name + "\", which shard " + file + " does not hold")
@@ -170,20 +107,84 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     out_index.total_size = total;
     report.total_size = total;
     report.index = out_index.path;
-    index_text = model::FormatShardIndex(out_index);
+    tail.index = out_index.path;
+    tail.index_text = model::FormatShardIndex(out_index);
   }
-  if (options.dry_run) return report;
+  std::vector<bool> tail_in_place;
+  if (!in_place) {
+    // IN's other files (config, tokenizer; not hidden ones), copied as they
+    // are after the shards, in name order.
+    std::set<std::string> handled;
+    for (const std::string& shard : shards) handled.insert(shard.substr(shard.rfind('/') + 1));
+    if (index != nullptr) handled.insert(index->path.substr(index->path.rfind('/') + 1));
+    tail.copy_from = input;
+    ZF_ASSIGN_OR_RETURN(tail.copies, output::OtherFileNames(env, input, handled));
+    // An earlier save's other files go, as save_pretrained removes them.
+    std::vector<std::string> written = out_files.paths;
+    if (!tail.index.empty()) written.push_back(tail.index);
+    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kTorch, written));
+    // OUT's files must not be IN's by another name: each would be replaced
+    // before (or after) it is read.
+    std::vector<std::string> inputs = shards;
+    if (index != nullptr) inputs.push_back(index->path);
+    ZF_TRY(output::CheckFolderOutput(env, output, inputs, part, out_files, tail, force, options.dry_run, &tail_in_place));
+  } else if (!options.dry_run) {
+    // In place, one shard at a time: the largest replacement must fit.
+    uint64_t largest = 0;
+    for (uint64_t b : out_files.bytes) largest = std::max(largest, b);
+    ZF_TRY(output::CheckFreeSpace(env, output, largest));
+  }
+  if (part.kind == output::PartSpec::Kind::kAll) out_files = output::PartFiles{};
+
+  // A failing run removes what it wrote before the failure (in place, each
+  // shard replaced its input: atomic per file, nothing to take back; a
+  // part's files are complete, and a rerun skips them).
+  output::OutputRollback rollback(env);
+  // finish writes no shard: OUT holds the parts' shards already.
+  if (!options.dry_run && !in_place && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
+  const std::vector<bool> write = part.kind == output::PartSpec::Kind::kAll ? std::vector<bool>(shards.size(), true)
+                                                                            : out_files.write;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    if (!write[k]) {
+      if (part.kind == output::PartSpec::Kind::kPart && out_files.file_parts[k] != part.index) continue;
+      // Complete (a part's own; finish: every shard): with verify, checked
+      // as a written shard is.
+      if (options.verify && !options.dry_run) {
+        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
+        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(target_of(shards[k])));
+        ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select}));
+        planned[k].verified = true;
+        planned[k].verified_tensors = v.tensors;
+        planned[k].verified_bytes = v.bytes;
+      }
+      report.shards.push_back(planned[k]);
+      if (options.file_done) options.file_done(report.shards.back(), true);
+      continue;
+    }
+    if (options.dry_run) {
+      report.shards.push_back(planned[k]);
+      if (options.file_done) options.file_done(report.shards.back(), false);
+      continue;
+    }
+    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), options));
+    if (!in_place && part.kind == output::PartSpec::Kind::kAll) rollback.Committed(target_of(shards[k]));
+    report.shards.push_back(std::move(r));
+    if (options.file_done) options.file_done(report.shards.back(), false);
+  }
+  if (part.kind == output::PartSpec::Kind::kPart) {  // the index and the rest are finish's
+    report.index.clear();
+    rollback.Keep();
+    return report;
+  }
+  if (options.dry_run || in_place) {
+    if (in_place && index != nullptr) ZF_TRY(output::WriteSmallFile(env, report.index, tail.index_text));
+    rollback.Keep();
+    return report;
+  }
   // The copies before the index: a folder with an index is complete.
-  for (const std::string& name : copies) {
-    const std::string to = model::JoinPath(output, name);
-    ZF_TRY(output::CopyFile(env, model::JoinPath(input, name), to, options.buffer_bytes));
-    committed.Add(to);
-    report.copied.push_back(name);
-  }
-  if (index != nullptr) {
-    ZF_TRY(output::WriteSmallFile(env, report.index, index_text));
-  }
-  committed.Keep();
+  ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, &report.copied,
+                           nullptr));
+  rollback.Keep();
   return report;
 }
 

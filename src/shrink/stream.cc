@@ -287,7 +287,9 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, TeeSource& te
   };
   const std::vector<torch::ExtraRecord> met = Extras(reader);
   contents.extras = met;
-  // A deflated input (by the records met so far) is always rewritten stored.
+  // A deflated input (by the records met so far) is always rewritten
+  // stored: its size is not known before its storages pass (the file form
+  // measures it and copies it unchanged when the rewrite is not smaller).
   if (IsPlainShrink(options) && reader.checkpoint().deflated_records == 0 && !RewriteIsSmaller(reader, contents)) {
     // Already compact: the input passes through unchanged (checked by the
     // reader as it goes).

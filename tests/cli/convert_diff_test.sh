@@ -36,7 +36,7 @@ expect "--to onnx" 2 "zerofold: convert: --to takes torch or safetensors, not 'o
 $chint
 "
 run_z convert --to safetensors - x.safetensors </dev/null
-expect "safetensors from a stream" 2 "zerofold: convert: --to safetensors and --max-shard-size read the input at random (a safetensors header lists every tensor before its bytes, a shard takes tensors in an order of its own); '-' is a stream: save it to a file first
+expect "safetensors from a stream" 2 "zerofold: convert: '-' is a stream, read in one forward pass; safetensors output (its header lists every tensor before their bytes) and a folder OUT (shards take tensors in an order of their own) read the input at random: save it to a file first
 $chint
 "
 run_z convert --dtype bfloat16 --verify "$views" x.safetensors
@@ -99,8 +99,7 @@ expect "diff legacy.pt" 0 ""
 
 # An existing OUT needs --force.
 run_z convert "$views" views.pt.safetensors
-expect "existing OUT" 2 "zerofold: convert: 'views.pt.safetensors' exists; use --force to replace it
-$chint
+expect "existing OUT" 2 "zerofold: views.pt.safetensors: invalid argument: exists; use --force to replace it
 "
 run_z convert --force "$views" views.pt.safetensors
 expect "--force" 0 ""

@@ -51,8 +51,7 @@ expect "top-level help lists merge" 0 "" "$Z" --help
 if grep -q "^  merge CKPT OUT" out.txt; then ok; else bad "top-level help" "$(cat out.txt)"; fi
 expect "one argument" 2 "zerofold: merge: needs CKPT_DIR and OUT
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt
-expect "stdout" 2 "zerofold: merge: OUT must be a file or folder name; merge does not write to stdout
-zerofold: hint: run 'zerofold merge --help'" "$Z" merge ckpt -
+expect "stdout" 2 "zerofold: -: invalid argument: is a stream ('-' or .zst), which this command does not write; name a file or a folder (and compress it afterwards)" "$Z" merge ckpt -
 expect "--dtype int8" 2 "zerofold: merge: --dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'int8'
 zerofold: hint: run 'zerofold merge --help'" "$Z" merge --dtype int8 ckpt out.bin
 expect "--to onnx" 2 "zerofold: merge: --to takes torch or safetensors, not 'onnx'
@@ -80,9 +79,10 @@ expect "--quiet" 0 "" "$Z" merge --quiet --force ckpt out
 [ "$(ls out)" = pytorch_model.bin ] && ok || bad "--force replaces the earlier save whole" "$(ls out)"
 expect_stdout "quiet prints nothing" ""
 mkdir dir.bin
-expect "OUT file name is a folder" 2 "zerofold: dir.bin: invalid argument: is a folder; a file name ending in .bin, .pt or .safetensors is written as a file" \
-  "$Z" merge ckpt dir.bin
-expect "no archive name" 2 "zerofold: .bin: invalid argument: names no archive: torch files need a name before the extension" \
+# An existing folder is a folder OUT, whatever its name (output/target.h).
+expect "OUT file name is a folder" 0 "" "$Z" merge --quiet ckpt dir.bin
+[ "$(ls dir.bin)" = pytorch_model.bin ] && ok || bad "dir.bin/ holds the output" "$(ls dir.bin)"
+expect "no archive name" 2 "zerofold: .bin: invalid argument: names no file: give a name before the extension" \
   "$Z" merge ckpt .bin
 expect "--to against the extension" 2 "zerofold: x.safetensors: invalid argument: --to torch contradicts the safetensors file name" \
   "$Z" merge --to torch ckpt x.safetensors
@@ -181,7 +181,7 @@ expect "latest names no folder" 3 "zerofold: ckpt: not found: 'latest' names tag
 rm ckpt/latest
 expect "no latest" 3 "zerofold: ckpt: not found: no 'latest' file to name the tag; tag folders here: global_step2 (use --tag)" \
   "$Z" merge ckpt out2
-expect "onto an input" 2 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: invalid argument: is an input file of the merge" \
+expect "onto an input" 2 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: invalid argument: is an input file, which the output would destroy" \
   "$Z" merge --force ckpt/global_step2 ckpt/global_step2/mp_rank_00_model_states.pt
 # The same file by other names: "./", an absolute path, a symlink, a hard link, and a
 # folder OUT whose earlier save (replaced or removed under --force) is a rank file.
@@ -191,10 +191,10 @@ ln -s global_step2/mp_rank_00_model_states.pt ckpt/sym.pt
 ln "$rank" hard.pt
 mkdir linked && ln -s "../$rank" linked/pytorch_model.bin
 for o in "./$rank" "$TMP/$rank" ckpt/sym.pt hard.pt; do
-  expect "onto an input as $o" 2 "zerofold: $o: invalid argument: is an input file of the merge: $rank" \
+  expect "onto an input as $o" 2 "zerofold: $o: invalid argument: is an input file, which the output would destroy: $rank" \
     "$Z" merge --force ckpt/global_step2 "$o"
 done
-expect "onto an input through a folder OUT" 2 "zerofold: linked/pytorch_model.bin: invalid argument: is an input file of the merge: $rank" \
+expect "onto an input through a folder OUT" 2 "zerofold: linked/pytorch_model.bin: invalid argument: is an input file, which the output would destroy: $rank" \
   "$Z" merge --force ckpt/global_step2 linked
 cmp -s "$rank" rank.orig && [ -L ckpt/sym.pt ] && [ -L linked/pytorch_model.bin ] && ok || bad "a refused merge changed its input"
 rm -rf rank.orig ckpt/sym.pt hard.pt linked

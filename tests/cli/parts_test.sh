@@ -127,7 +127,7 @@ for c in "convert --to safetensors|$TMP/st|u.safetensors" "shrink --to safetenso
   # shellcheck disable=SC2086
   $Z $cmd --part 0/2 "$in" "$o" 2>err.txt
   rc=$?
-  want="zerofold: ${cmd%% *}: --part divides the files of a folder OUT; '$o' is one file, written by one run (end OUT with '/' for a folder)"
+  want="zerofold: $o: invalid argument: --part divides the files of a folder OUT; this OUT is one file, written by one run (end OUT with '/' for a folder)"
   expect_true "$cmd --part into a file: exit 2 ($rc), nothing written" "[ $rc = 2 ] && [ ! -e $o ]"
   expect_true "$cmd --part into a file: the message" "[ \"\$(head -1 err.txt)\" = \"\$want\" ]"
 done
@@ -180,7 +180,7 @@ expect_true "merge finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls m
 # refused with it (exit 1 naming the file), for safetensors and torch.
 for c in "convert $SF|p|model-00001-of-00005.safetensors" "shrink|pt|pytorch_model-00001-of-00003.bin"; do
   IFS='|' read -r cmd o f <<<"$c"
-  rm -rf "$o"
+  rm -rf "$o" "${o}1"
   # shellcheck disable=SC2086
   $Z $cmd --quiet --part 0/1 "$HF" "$o/"
   # A byte of tensor data: the last of a safetensors file, the first of a
@@ -257,21 +257,30 @@ rc=$?
 expect_true "merge finish: the earlier save's file refused: exit 2 ($rc), kept, no index" "[ $rc = 2 ] && grep -q 'p/pytorch_model-00001-of-00099.bin: invalid argument: is part of an earlier save' err.txt && [ -e p/pytorch_model-00001-of-00099.bin ] && ! ls p | grep -q index"
 "$Z" merge --quiet --force --part finish --max-shard-size 1KB "$CK" p
 expect_same_folder "merge finish --force: removed; = one run" one p
-# convert --to safetensors into a folder replaces an earlier save whole (as
-# save_pretrained does), without --force: finish does the same.
+# convert --to safetensors into a folder treats an earlier save as merge
+# does (output/target.h): refused without --force; with it replaced whole
+# (as save_pretrained does), by one run or by finish.
 rm -rf one p
 # shellcheck disable=SC2086
 "$Z" convert $SF --quiet "$HF" one/
 for o in one p; do mkdir -p $o && cp one/model-00001-of-00005.safetensors $o/model-00001-of-00099.safetensors; done
 # shellcheck disable=SC2086
-"$Z" convert $SF --quiet "$HF" one/
-expect_true "convert one run: the earlier save's file removed" "[ ! -e one/model-00001-of-00099.safetensors ]"
+"$Z" convert $SF --quiet "$HF" one/ 2>err.txt
+rc=$?
+expect_true "convert one run: the earlier save refused without --force: exit 2 ($rc), kept" "[ $rc = 2 ] && [ -e one/model-00001-of-00099.safetensors ]"
 # shellcheck disable=SC2086
-for i in 1 0; do "$Z" convert $SF --quiet --part $i/2 "$HF" p/; done
+"$Z" convert $SF --quiet --force "$HF" one/
+expect_true "convert one run --force: the earlier save's file removed" "[ ! -e one/model-00001-of-00099.safetensors ]"
+# shellcheck disable=SC2086
+"$Z" convert $SF --quiet --part 1/2 "$HF" p/ 2>err.txt
+rc=$?
+expect_true "convert part: the earlier save refused without --force: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'p/model-00001-of-00099.safetensors: invalid argument: is part of an earlier save' err.txt"
+# shellcheck disable=SC2086
+for i in 1 0; do "$Z" convert $SF --quiet --force --part $i/2 "$HF" p/; done
 expect_true "convert part: the earlier save's file left to finish" "[ -e p/model-00001-of-00099.safetensors ]"
 # shellcheck disable=SC2086
-"$Z" convert $SF --quiet --part finish "$HF" p/
-expect_same_folder "convert finish: removed; = one run" one p
+"$Z" convert $SF --quiet --force --part finish "$HF" p/
+expect_same_folder "convert finish --force: removed; = one run" one p
 
 # Finish before every part: exit 1 naming a file the missing part writes.
 rm -rf p one
@@ -317,7 +326,7 @@ for v in 3/3 1/0 -1/2 x 1/2/3 ""; do
 done
 "$Z" merge --part 0/2 "$CK" u.bin 2>err.txt
 rc=$?
-expect_true "--part with a file OUT: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'needs a folder OUT' err.txt && [ ! -e u.bin ]"
+expect_true "--part with a file OUT: exit 2 ($rc)" "[ $rc = 2 ] && grep -q 'divides the files of a folder OUT' err.txt && [ ! -e u.bin ]"
 "$Z" merge --part 1/4 --help >/dev/null
 expect_true "--help names --part" "\"$Z\" merge --help | grep -q -- '--part I/N|finish'"
 

@@ -132,7 +132,7 @@ done
 for flags in "--to safetensors" "--max-shard-size 1MB"; do
   # shellcheck disable=SC2086
   expect_exit 2 "$Z" shrink $flags - "$T/st/"
-  expect_stderr "zerofold: shrink: --to safetensors and --max-shard-size read the input at random (a safetensors header lists every tensor before its bytes, a shard takes tensors in an order of its own); '-' is a stream: save it to a file first
+  expect_stderr "zerofold: shrink: '-' is a stream, read in one forward pass; safetensors output (its header lists every tensor before their bytes) and a folder OUT (shards take tensors in an order of their own) read the input at random: save it to a file first
 zerofold: hint: run 'zerofold shrink --help'"
 done
 # --dtype and --select work through pipes as from paths.

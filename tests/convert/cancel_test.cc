@@ -90,12 +90,13 @@ std::vector<Form> Forms() {
                    }});
   forms.push_back({"safetensors shards", bloated, [](Env* env, const std::function<void()>& p) {
                      ShrinkRequest r = Request("in", "out/");
-                     r.to_safetensors = true;
+                     r.to = output::ShardFormat::kSafetensors;
                      r.max_shard_bytes = 6000;
                      return Shrink(env, p, r);
                    }});
   forms.push_back({"torch shards", file, [](Env* env, const std::function<void()>& p) {
                      ShrinkRequest r = Request("in.pt", "out/");
+                     r.to = output::ShardFormat::kTorch;
                      r.max_shard_bytes = 3000;
                      return Shrink(env, p, r);
                    }});
@@ -110,7 +111,7 @@ std::vector<Form> Forms() {
   forms.push_back({"part 0/2", bloated,
                    [](Env* env, const std::function<void()>& p) {
                      ShrinkRequest r = Request("in", "out/");
-                     r.to_safetensors = true;
+                     r.to = output::ShardFormat::kSafetensors;
                      r.max_shard_bytes = 6000;
                      r.part = output::ParsePart("0/2").value();
                      return Shrink(env, p, r);

@@ -9,20 +9,7 @@
 namespace zerofold::convert {
 namespace {
 
-TEST_CASE("FormatByName: checkpoint extensions, a trailing .zst ignored") {
-  CHECK(FormatByName("m.safetensors") == output::ShardFormat::kSafetensors);
-  CHECK(FormatByName("a/b/m.safetensors.zst") == output::ShardFormat::kSafetensors);
-  for (const char* torch : {"pytorch_model.bin", "x.pt", "x.pth", "x.ckpt", "x.pt.zst"}) {
-    CAPTURE(torch);
-    CHECK(FormatByName(torch) == output::ShardFormat::kTorch);
-  }
-  for (const char* none : {"out", "out/", "-", ".safetensors", "x.zst", "x.bin.gz", "x.weights"}) {
-    CAPTURE(none);
-    CHECK_FALSE(FormatByName(none).has_value());
-  }
-}
-
-TEST_CASE("OutputIsFolder and IsSafetensorsInput") {
+TEST_CASE("ResolveRequestTarget and IsSafetensorsInput") {
   io::MemEnv env;
   env.SetFile("ckpt/pytorch_model.bin.index.json", "{}");
   env.SetFile("st/model.safetensors", "");
@@ -34,11 +21,20 @@ TEST_CASE("OutputIsFolder and IsSafetensorsInput") {
   env.SetFile("one.safetensors", st_file + "{}");
   env.SetFile("torch.pt", "PK\x03\x04 and more");
 
-  CHECK(OutputIsFolder(&env, "ckpt", "out"));                 // a folder IN, OUT names no format
-  CHECK_FALSE(OutputIsFolder(&env, "ckpt", "model.safetensors"));
-  CHECK(OutputIsFolder(&env, "torch.pt", "out/"));
-  CHECK(OutputIsFolder(&env, "torch.pt", "existing"));
-  CHECK_FALSE(OutputIsFolder(&env, "torch.pt", "out"));
+  auto kind = [&](const std::string& in, const std::string& out) {
+    ShrinkRequest r;
+    r.in = in;
+    r.out = out;
+    Result<output::Target> t = ResolveRequestTarget(&env, r, kFlagWords);
+    REQUIRE(t.ok());
+    return t->kind;
+  };
+  CHECK(kind("ckpt", "out") == output::TargetKind::kFolder);  // a folder IN, OUT names no format
+  CHECK(kind("ckpt", "model.safetensors") == output::TargetKind::kFile);
+  CHECK(kind("torch.pt", "out/") == output::TargetKind::kFolder);
+  CHECK(kind("torch.pt", "existing") == output::TargetKind::kFolder);
+  CHECK(kind("torch.pt", "out") == output::TargetKind::kFile);
+  CHECK(kind("torch.pt", "-") == output::TargetKind::kStdout);
 
   auto safetensors = [&](const std::string& in) {
     Result<bool> r = IsSafetensorsInput(&env, in);

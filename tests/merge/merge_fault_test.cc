@@ -93,6 +93,38 @@ TEST_CASE("a failed commit removes the shards committed before it") {
   }
 }
 
+TEST_CASE("too little free disk for the planned shards: kIO before any byte is written, OUT not created") {
+  io::FaultEnv env(Env::Default());
+  TempDir tmp;
+  const std::string out = tmp.path + "/new/out";
+  uint64_t total = 0;
+  {
+    MergeOptions dry = Sharded();
+    dry.dry_run = true;
+    Result<MergeReport> r = MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, dry);
+    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+    for (const MergeOutputFile& f : r->files) total += f.bytes;
+  }
+  env.SetFreeBytes(total);  // the shards would fit, the index not
+  Status s = MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, Sharded()).status();
+  CHECK_EQ(s.code(), Code::kIO);
+  CHECK_EQ(s.path(), out);
+  CHECK_NE(s.message().find("needs "), std::string::npos);
+  CHECK_EQ(env.bytes_appended(), 0u);
+  CHECK_FALSE(fs::exists(tmp.path + "/new"));
+  env.SetFreeBytes(io::FaultEnv::kNever);
+  REQUIRE(MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), out, Sharded()).ok());
+}
+
+TEST_CASE("a failed commit also removes the folders the merge created") {
+  io::FaultEnv env(Env::Default());
+  TempDir tmp;
+  env.FailCommit(3);
+  Status s = MergeCheckpoint(&env, Checkpoint("zero3_ws3_fp16"), tmp.path + "/a/b/out", Sharded()).status();
+  CHECK_EQ(s.code(), Code::kIO);
+  CHECK_EQ(Listing(tmp.path), std::vector<std::string>{});
+}
+
 TEST_CASE("a failed read of a rank file: kIO naming it, no output") {
   io::FaultEnv env(Env::Default());
   TempDir tmp;

@@ -51,11 +51,12 @@ TEST_CASE("selecting a nested dict renames its tensors from the new root") {
   CHECK_EQ(ckpt.graph.kind(ckpt.root), pickle::Kind::kDict);
 }
 
-TEST_CASE("int keys and list indices are given in decimal; a tensor can be the new root") {
+TEST_CASE("int keys and list indices are given in decimal; one tensor selected keeps its key") {
   torch::Checkpoint ckpt = Load("torch/optimizer_state.pt");
   REQUIRE(SelectSubtree(ckpt, "optimizer/state/0/exp_avg", {}).ok());
   REQUIRE_EQ(ckpt.tensors.size(), 1u);
-  CHECK_EQ(ckpt.tensors[0].name, "");
+  CHECK_EQ(ckpt.tensors[0].name, "exp_avg");
+  CHECK_EQ(ckpt.graph.kind(ckpt.root), pickle::Kind::kDict);
   CHECK_EQ(ckpt.tensors[0].shape, std::vector<int64_t>{8, 4});
   torch::Checkpoint lists = Load("torch/optimizer_state.pt");
   REQUIRE(SelectSubtree(lists, "optimizer/param_groups/1", {}).ok());

@@ -117,13 +117,30 @@ TEST_CASE("parts: SelectPartFiles for finish writes nothing and checks every fil
   env.SetFile("out/b", std::string(8, 'x'));
   env.SetFile("out/c", std::string(7, 'x'));
   env.SetFile("out/d", std::string(4, 'x'));
+  // Another size: another plan, most likely finish given other flags.
   s = SelectPartFiles(&env, finish, false, false, f);
-  CHECK(s.code() == Code::kCorrupt);
+  CHECK(s.code() == Code::kInvalidArgument);
   CHECK(s.path() == "out/d");
-  CHECK(s.message() == "has 4 bytes, not the planned 5; rerun its part with --force");
+  CHECK(s.message() ==
+        "exists with 4 bytes, not the 5 this plan gives it: planned with other flags? run finish with the flags of "
+        "the parts (or rerun the part that writes it with --force)");
   env.SetFile("out/d", std::string(5, 'x'));
   CHECK(SelectPartFiles(&env, finish, false, false, f).ok());
   CHECK(f.write == std::vector<bool>{false, false, false, false});
+}
+
+TEST_CASE("parts: finish names other flags when the folder holds weights of another plan") {
+  io::MemEnv env;
+  PartFiles f;
+  f.paths = {"out/model-00001-of-00002.safetensors", "out/model-00002-of-00002.safetensors"};
+  f.bytes = {3, 3};
+  env.SetFile("out/model-00001-of-00003.safetensors", "xxx");  // the parts' plan had 3 shards
+  Status s = SelectPartFiles(&env, {PartSpec::Kind::kFinish, 0, 1}, false, false, f);
+  CHECK(s.code() == Code::kInvalidArgument);
+  CHECK(s.ToString() ==
+        "out/model-00001-of-00002.safetensors: invalid argument: is missing, and the folder holds "
+        "model-00001-of-00003.safetensors, which this plan does not write: planned with other flags? run finish "
+        "with the flags of the parts");
 }
 
 }  // namespace

@@ -210,6 +210,34 @@ TEST_CASE("a full disk at any byte leaves no output and no temp file") {
   }
 }
 
+TEST_CASE("too little free disk for the planned output is refused before anything is written") {
+  for (const std::string& name : kFiles) {
+    CAPTURE(name);
+    Baseline b = RunClean(name, SmallBuffer());
+    for (uint64_t free : {uint64_t{0}, uint64_t{b.output.size() - 1}, uint64_t{b.output.size()}}) {
+      CAPTURE(free);
+      io::MemEnv mem;
+      mem.SetFile(kIn, b.input);
+      REQUIRE(mem.CreateDirs("out").ok());
+      mem.SetFile(kOut, "old contents");
+      mem.SetFreeBytes(free);
+      io::FaultEnv fault(&mem);
+      Result<ShrinkReport> r = ShrinkFile(&fault, kIn, kOut, SmallBuffer());
+      if (free == b.output.size()) {
+        REQUIRE(r.ok());
+        CHECK(mem.GetFile(kOut).value() == b.output);
+        continue;
+      }
+      REQUIRE_FALSE(r.ok());
+      CHECK_EQ(r.status().code(), Code::kIO);
+      CHECK_EQ(r.status().path(), kOut);
+      CHECK_EQ(fault.bytes_appended(), 0u);
+      CHECK(mem.GetFile(kOut).value() == Text("old contents"));
+      CHECK_FALSE(HasTempFile(mem));
+    }
+  }
+}
+
 TEST_CASE("a failed rename leaves the target unchanged and no temp file") {
   for (const std::string& name : kFiles) {
     CAPTURE(name);

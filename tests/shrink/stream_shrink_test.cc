@@ -125,11 +125,20 @@ TEST_CASE("stream shrink writes the file form's bytes for every fixture") {
         continue;
       }
       REQUIRE_MESSAGE(s.report.ok(), s.report.status().ToString());
+      if (file->copied_unchanged && path.find("deflated") != std::string::npos) {
+        // The file form measures a deflated archive and copies it unchanged
+        // when the stored rewrite is not smaller; one pass cannot know its
+        // size before its storages pass and rewrites it stored (README).
+        CHECK_FALSE(s.report->copied_unchanged);
+        CHECK_GT(s.bytes.size(), input.size());
+        ++compared;
+        continue;
+      }
       CHECK(s.bytes == ReadFileBytes(out));
       CheckSameReport(*s.report, *file);
       ++compared;
     }
-    if (!file.ok()) continue;
+    if (!file.ok() || path.find("deflated") != std::string::npos) continue;
     // Through zstd on both sides.
     auto zin = io::ZstdSource::Open(std::make_unique<io::MemStreamSource>("in.pt.zst", Zstd(input), 4096)).value();
     io::MemSink mem;
