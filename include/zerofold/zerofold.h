@@ -287,6 +287,13 @@ ZF_EXPORT zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const 
  * e.g. "module"); NULL or "" writes everything (the default). A file IN
  * only. ZF_E_NOMEM when the copy fails. */
 ZF_EXPORT zf_code zf_shrink_options_set_select(zf_shrink_options* options, const char* keypath, zf_error* err) ZF_NOEXCEPT;
+/* Adds a glob pattern (*, ?, [..]) on tensor names (--only); when any is
+ * set, only the matching tensors and their ties are written, as a flat
+ * dict {name: tensor} for torch output (a folder's shards: those holding
+ * none are written empty, the index lists the kept names).
+ * ZF_E_INVALID_ARGUMENT for NULL or "", or (at the call) for a pattern that
+ * matches no tensor. */
+ZF_EXPORT zf_code zf_shrink_options_add_only(zf_shrink_options* options, const char* pattern, zf_error* err) ZF_NOEXCEPT;
 /* Split a folder OUT into Hugging Face shards holding at most this many
  * tensor bytes each (--max-shard-size; default 5000000000, transformers'
  * "5GB"). Setting it asks for shards, so OUT must be a folder (an existing

@@ -218,6 +218,15 @@ zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefi
   });
 }
 
+zf_code zf_shrink_options_add_only(zf_shrink_options* options, const char* pattern, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
+    options->shrink.only.emplace_back(pattern);
+    return Status::OK();
+  });
+}
+
 zf_code zf_merge_options_add_only(zf_merge_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();

@@ -56,6 +56,18 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
   return out;
 }
 
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
 std::optional<std::string> ClosestWord(const std::string& word, const std::vector<std::string>& candidates) {
   // Optimal string alignment distance, three rows of the table.
   auto distance = [&](const std::string& b) {

@@ -416,18 +416,6 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   w.EndObject();
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t j = text.find(',', i);
-    if (j == std::string::npos) j = text.size();
-    if (j > i) out.push_back(text.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int RunMerge(const std::vector<std::string>& argv) {

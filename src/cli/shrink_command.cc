@@ -162,6 +162,7 @@ const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"max-shard-size", true, "shard a folder OUT past this much tensor data (default 5GB)", "SIZE"},
     {"dtype", true, "cast floating tensors as torch's .to() does: bfloat16 (bf16), float16 (fp16, half), float32 (fp32, float)", "DTYPE"},
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
+    {"only", true, "write only tensors whose names match a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
     PartFlagSpec(),
     {"help", false, "show this help"},
@@ -278,6 +279,10 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
+  if (auto v = args.Value("only")) {
+    options.only = SplitCommas(*v);
+    if (options.only.empty()) return UsageError(command, "--only needs a pattern");
+  }
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n == 0) return UsageError(command, "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");

@@ -11,7 +11,7 @@
 
 namespace zerofold::convert {
 
-Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options) {
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many) {
   Input in;
   in.path = path;
   ZF_ASSIGN_OR_RETURN(in.src, env->OpenRandom(path));
@@ -21,7 +21,7 @@ Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions&
   in.metadata = std::move(read->metadata);
   if (in.ckpt.big_endian)
     return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(path);
-  if (Status s = model::SelectSubtree(in.ckpt, options.select, options.read); !s.ok()) return s.WithPath(path);
+  if (Status s = model::SelectTensors(in.ckpt, options.select, options.only, options.read, one_of_many); !s.ok()) return s.WithPath(path);
   return in;
 }
 

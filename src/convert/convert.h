@@ -33,6 +33,10 @@ struct ConvertOptions {
   std::optional<torch::DType> dtype;
   // Write only the subtree at this key path (model/select.h); "" writes all.
   std::string select;
+  // Write only the tensors matching one of these patterns and their ties
+  // (model/select.h KeepOnly); empty writes all. With several inputs (a
+  // folder) a file may hold none; none in all of them is kInvalidArgument.
+  std::vector<std::string> only;
   // OUT is a folder, written in transformers' layout: one file named
   // SingleFileName, or shards of at most max_shard_bytes of tensor data
   // (ShardFileName) and an index. Otherwise OUT is the one output file.
@@ -99,9 +103,11 @@ struct Input {
 };
 
 // Opens and reads `path`, a torch or safetensors file
-// (model/checkpoint_file.h), then applies options.select. kUnsupported for
-// big-endian data. Errors carry the path.
-Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options);
+// (model/checkpoint_file.h), then applies options.select and options.only
+// (model/select.h SelectTensors; `one_of_many`: a file of a folder, which
+// may hold no tensor --only names). kUnsupported for big-endian data.
+// Errors carry the path.
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many = false);
 
 }  // namespace zerofold::convert
 

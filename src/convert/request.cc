@@ -96,6 +96,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
                   " (torch output keeps tied names on one storage)");
   if (!o.select.empty() && in_folder) return Refuse(Str(w.select) + " takes one checkpoint file, not a folder");
   if (!o.select.empty() && r.in_place) return Refuse(Str(w.select) + " with " + w.in_place + " would drop the rest of IN");
+  if (!o.only.empty() && r.in_place) return Refuse(Str(w.only) + " with " + w.in_place + " would drop the rest of IN");
   if (to_safetensors && r.in_place) return Refuse(Str(w.to_safetensors) + " writes new files; give IN and OUT");
   if (!to_safetensors && shards && in_folder)
     return Refuse(Str("a torch folder keeps its shards; re-shard with ") + w.to_safetensors);
@@ -121,6 +122,7 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     convert.read = o.read;
     convert.dtype = o.dtype;
     convert.select = o.select;
+    convert.only = o.only;
     convert.folder = folder;
     convert.max_shard_bytes = r.max_shard_bytes.value_or(output::kDefaultMaxShardBytes);
     convert.dedupe_tied = r.dedupe_tied;

@@ -51,16 +51,17 @@ struct RequestWords {
   const char* force;
   const char* dtype;
   const char* select;
+  const char* only;
   const char* to_safetensors;
   const char* max_shard_size;
   const char* dedupe_tied;
   const char* part;
 };
 inline constexpr RequestWords kFlagWords = {"use",      "--to",     "--verify", "--dry-run",          "--in-place",
-                                            "--force",  "--dtype",  "--select", "--to safetensors",
+                                            "--force",  "--dtype",  "--select", "--only", "--to safetensors",
                                             "--max-shard-size", "--dedupe-tied", "--part"};
 inline constexpr RequestWords kOptionWords = {"set",   "the format", "verify", "dry_run",        "in_place", "force",
-                                              "dtype", "select",     "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
+                                              "dtype", "select", "only", "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
 
 // How the request reads OUT (output/target.h ResolveTarget): a file, a
 // folder or standard output, and the format written. kInvalidArgument for

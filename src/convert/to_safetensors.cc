@@ -250,7 +250,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
 
   std::vector<Input> inputs;
   for (const std::string& p : paths) {
-    ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options));
+    ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options, folder_input));
     report.inputs.push_back(p);
     report.input_bytes += in.src->size();
     if (!in.ckpt.unsafe_globals.empty())
@@ -258,6 +258,9 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
                                           Join(in.ckpt.unsafe_globals) + "; only tensors and plain values are written");
     inputs.push_back(std::move(in));
   }
+  if (folder_input && !options.only.empty() &&
+      std::all_of(inputs.begin(), inputs.end(), [](const Input& in) { return in.ckpt.tensors.empty(); }))
+    return Status::InvalidArgument("--only matches no tensor of the folder's checkpoints").WithPath(input);
 
   std::vector<Item> items;
   std::vector<std::pair<std::string, std::string>> tied;

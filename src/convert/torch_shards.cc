@@ -98,6 +98,7 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   shrink.progress = options.progress;
   shrink.dtype = options.dtype;
   shrink.select = options.select;
+  shrink.only = options.only;
   shrink.convert = options.convert;
   const std::string name = output::SingleFileName(output::ShardFormat::kTorch);
   ZF_ASSIGN_OR_RETURN(shrink::ShrinkReport r, shrink::ShrinkFile(env, input, model::JoinPath(output, name), shrink));

@@ -45,12 +45,6 @@ struct MergeOutputFile {
   std::vector<size_t> entries;  // indexes into MergeLayout::entries, ascending
 };
 
-// True if `name` matches the shell-style `pattern`: `*` any run of
-// characters (dots included), `?` one character, `[abc]`, `[a-z]`, `[!a]`
-// one character of (not of) a set; anything else matches itself. A `[`
-// without its `]` matches itself.
-bool GlobMatch(std::string_view pattern, std::string_view name);
-
 // Orders the plan's tensors and ties: first the names of `order` (a
 // planner's preference, e.g. the module state dict's order; names the plan
 // does not hold are skipped), then the plan's remaining tensors and ties in

@@ -150,11 +150,13 @@ class Collector {
   }
 
   void Visit(NodeId n, const std::string& path, int depth) {
-    if (!holder_[n]) return Leaf(n, path);
-    if (on_path_[n] || depth > kMaxPlainDepth) return;
     const Kind kind = g_.kind(n);
     const bool dict = kind == Kind::kDict || IsOrderedDict(g_, n);
     const bool sequence = kind == Kind::kList || kind == Kind::kTuple;
+    // The root container is walked even without tensors (a state dict that
+    // --only emptied): its values keep their own names, none is named "".
+    if (!holder_[n] && !(depth == 0 && (dict || sequence))) return Leaf(n, path);
+    if (on_path_[n] || depth > kMaxPlainDepth) return;
     if (!dict && !sequence) {
       // A tensor, or an object that holds tensors: its tensors are named by
       // the recognizer; anything else in an object cannot be kept.

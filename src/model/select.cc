@@ -1,11 +1,14 @@
 #include "model/select.h"
 
 #include <optional>
+#include <set>
+#include <tuple>
 #include <string>
 #include <unordered_set>
 #include <utility>
 
 #include "json/writer.h"
+#include "model/glob.h"
 #include "model/graph_children.h"
 #include "torch/tensor_recognizer.h"
 
@@ -19,6 +22,13 @@ using pickle::kNoNode;
 using pickle::NodeId;
 
 constexpr size_t kMaxListedKeys = 20;
+constexpr size_t kMaxListedNames = 5;
+
+std::string JoinPatterns(std::span<const std::string> patterns) {
+  std::string out;
+  for (size_t i = 0; i < patterns.size(); ++i) out += (i ? "," : "") + patterns[i];
+  return out;
+}
 constexpr std::string_view kArgsKey = "args";
 constexpr std::string_view kKwargsKey = "kwargs";
 constexpr std::string_view kStateKey = "state";
@@ -124,6 +134,31 @@ void ForEachReachable(const Graph& g, NodeId root, Fn&& fn) {
 
 }  // namespace
 
+namespace {
+
+// Makes `node` the root of ckpt: its tensors named again from it, the
+// storages and unsafe globals it does not reach dropped.
+Status ReRoot(torch::Checkpoint& ckpt, NodeId node, const torch::ReadOptions& options) {
+  const Graph& g = ckpt.graph;
+  ZF_ASSIGN_OR_RETURN(torch::Recognized found,
+                      torch::RecognizeTensors(g, node, torch::RecognizeOptionsFor(ckpt.format, options)));
+  // Storages are every pid of the graph in document order, whatever the root;
+  // the ones the subtree does not reach are dropped below.
+  if (found.storages.size() != ckpt.storages.size())
+    return Status::Internal("the subtree names " + std::to_string(found.storages.size()) + " storages, the file " +
+                            std::to_string(ckpt.storages.size()));
+  ckpt.root = node;
+  ckpt.tensors = std::move(found.tensors);
+  std::unordered_set<std::string> globals;
+  ForEachReachable(g, node, [&](NodeId n) {
+    if (g.kind(n) == Kind::kGlobal) globals.insert(std::string(g.GlobalModule(n)) + "." + std::string(g.GlobalName(n)));
+  });
+  std::erase_if(ckpt.unsafe_globals, [&](const std::string& name) { return !globals.count(name); });
+  return DropUnreachableStorages(ckpt);
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath) {
   std::vector<std::string> keys;
   if (keypath.empty()) return keys;
@@ -180,21 +215,40 @@ Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const to
     ckpt.graph.SetItem(dict, ckpt.graph.AddStr(keys.back()), node);
     node = dict;
   }
-  ZF_ASSIGN_OR_RETURN(torch::Recognized found,
-                      torch::RecognizeTensors(g, node, torch::RecognizeOptionsFor(ckpt.format, options)));
-  // Storages are every pid of the graph in document order, whatever the root;
-  // the ones the subtree does not reach are dropped below.
-  if (found.storages.size() != ckpt.storages.size())
-    return Status::Internal("the subtree names " + std::to_string(found.storages.size()) + " storages, the file " +
-                            std::to_string(ckpt.storages.size()));
-  ckpt.root = node;
-  ckpt.tensors = std::move(found.tensors);
-  std::unordered_set<std::string> globals;
-  ForEachReachable(g, node, [&](NodeId n) {
-    if (g.kind(n) == Kind::kGlobal) globals.insert(std::string(g.GlobalModule(n)) + "." + std::string(g.GlobalName(n)));
-  });
-  std::erase_if(ckpt.unsafe_globals, [&](const std::string& name) { return !globals.count(name); });
-  return DropUnreachableStorages(ckpt);
+  return ReRoot(ckpt, node, options);
+}
+
+Status SelectTensors(torch::Checkpoint& ckpt, std::string_view keypath, std::span<const std::string> only,
+                     const torch::ReadOptions& options, bool none_ok) {
+  ZF_TRY(SelectSubtree(ckpt, keypath, options));
+  return KeepOnly(ckpt, only, options, none_ok);
+}
+
+Status KeepOnly(torch::Checkpoint& ckpt, std::span<const std::string> patterns, const torch::ReadOptions& options,
+                bool none_ok) {
+  if (patterns.empty()) return Status::OK();
+  // A tie: the same storage viewed at the same offset, shape and stride.
+  using View = std::tuple<uint32_t, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
+  auto view_of = [](const torch::Tensor& t) { return View{t.storage, t.storage_offset, t.shape, t.stride}; };
+  std::set<View> matched;
+  for (const torch::Tensor& t : ckpt.tensors)
+    if (MatchesAny(patterns, t.name)) matched.insert(view_of(t));
+  const NodeId dict = ckpt.graph.AddDict();
+  std::unordered_set<std::string> names;
+  for (const torch::Tensor& t : ckpt.tensors)
+    if (matched.count(view_of(t)) && names.insert(t.name).second)
+      ckpt.graph.SetItem(dict, ckpt.graph.AddStr(t.name), t.node);
+  if (names.empty() && !none_ok) {
+    std::string message = "--only " + json::QuoteForDisplay(JoinPatterns(patterns)) + " matches no tensor";
+    if (ckpt.tensors.empty()) return Status::InvalidArgument(message + "; the checkpoint holds none");
+    message += "; its names look like: ";
+    for (size_t i = 0; i < ckpt.tensors.size() && i < kMaxListedNames; ++i)
+      message += (i ? ", " : "") + json::QuoteForDisplay(ckpt.tensors[i].name, 80);
+    if (ckpt.tensors.size() > kMaxListedNames)
+      message += " (and " + std::to_string(ckpt.tensors.size() - kMaxListedNames) + " more)";
+    return Status::InvalidArgument(message);
+  }
+  return ReRoot(ckpt, dict, options);
 }
 
 Status DropUnreachableStorages(torch::Checkpoint& ckpt) {

@@ -15,6 +15,7 @@
 #ifndef ZEROFOLD_MODEL_SELECT_H_
 #define ZEROFOLD_MODEL_SELECT_H_
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,24 @@ Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath);
 // listing its keys (at most 20, then how many more); kInvalidArgument for a
 // malformed keypath; the recognizer's errors for the subtree.
 Status SelectSubtree(torch::Checkpoint& ckpt, std::string_view keypath, const torch::ReadOptions& options);
+
+// --only: keeps the tensors whose name (torch/checkpoint.h Tensor::name)
+// matches one of `patterns` (model/glob.h), and their ties (tensors viewing
+// the same bytes of the same storage the same way, as tied weights do). The
+// root becomes a dict {name: tensor} of the kept tensors in the file's
+// order: the structure around them and values that are no tensors are
+// dropped (as a flat state dict has them, the names are unchanged). Then as
+// SelectSubtree: storages and unsafe globals that the new root no longer
+// reaches go. No patterns change nothing. kInvalidArgument when no tensor
+// matches, naming the first few names, unless `none_ok` (of a folder's
+// shards some may hold none; the folder checks its total).
+Status KeepOnly(torch::Checkpoint& ckpt, std::span<const std::string> patterns, const torch::ReadOptions& options,
+                bool none_ok);
+
+// SelectSubtree(keypath), then KeepOnly(only): what --select and --only
+// leave of a checkpoint.
+Status SelectTensors(torch::Checkpoint& ckpt, std::string_view keypath, std::span<const std::string> only,
+                     const torch::ReadOptions& options, bool none_ok = false);
 
 // Removes the storages that no persistent id reachable from ckpt.root
 // names (a writer would otherwise carry them), renumbering Tensor::storage.

@@ -37,7 +37,7 @@ Result<ShrinkReport> Commit(const RandomSource& src, io::NamedOutput& sink, cons
   if (options.verify) {
     // Before the commit: a mismatch leaves the target, in place the input, as it was.
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink.OpenWritten());
-    ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, *back, {options.read, options.buffer_bytes, options.select}));
+    ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, *back, {options.read, options.buffer_bytes, options.select, options.only}));
     report.verified = true;
     report.verified_tensors = v.tensors;
     report.verified_bytes = v.bytes;
@@ -61,7 +61,7 @@ Result<ShrinkReport> CopyUnchanged(Env* env, const RandomSource& src, const std:
     ZF_TRY(output::CheckFreeSpace(env, output, report.input_file_bytes));
   if (output == report.input) {
     if (options.verify) {
-      ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, src, {options.read, options.buffer_bytes, options.select}));
+      ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, src, {options.read, options.buffer_bytes, options.select, options.only}));
       report.verified = true;
       report.verified_tensors = v.tensors;
       report.verified_bytes = v.bytes;

@@ -77,6 +77,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     ShrinkOptions plan_only = options;
     plan_only.dry_run = true;
     plan_only.verify = false;
+    plan_only.only_none_ok = true;  // a shard may hold none of --only's names; the folder must not
     for (const std::string& shard : shards) {
       ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shard, target_of(shard), plan_only));
       out_files.paths.push_back(target_of(shard));
@@ -84,6 +85,11 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       planned.push_back(std::move(r));
     }
   }
+  if (!options.only.empty() &&
+      std::all_of(planned.begin(), planned.end(), [](const ShrinkReport& r) { return r.tensors == 0; }))
+    return Status::InvalidArgument("--only matches no tensor of the folder's shards").WithPath(input);
+  ShrinkOptions shard_options = options;
+  shard_options.only_none_ok = true;
   ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, out_files));
   // The index: its weight_map, and total_size = the nbytes of every name in
   // it (tied names counted per name), from the planned shards.
@@ -95,6 +101,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
         for (const auto& [name, nbytes] : planned[k].tensor_nbytes) name_bytes[name] = nbytes;
     model::ShardIndex out_index = *index;
     out_index.path = model::JoinPath(output, model::kTorchIndexName);
+    if (!options.only.empty())  // names --only left out
+      std::erase_if(out_index.weight_map, [&](const auto& entry) { return !name_bytes.count(entry.first); });
     uint64_t total = 0;
     for (auto& [name, file] : out_index.weight_map) {
       file = TorchName(file);
@@ -152,7 +160,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       if (options.verify && !options.dry_run) {
         ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
         ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(target_of(shards[k])));
-        ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select}));
+        ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select, options.only}));
         planned[k].verified = true;
         planned[k].verified_tensors = v.tensors;
         planned[k].verified_bytes = v.bytes;
@@ -166,7 +174,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       if (options.file_done) options.file_done(report.shards.back(), false);
       continue;
     }
-    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), options));
+    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), shard_options));
     if (!in_place && part.kind == output::PartSpec::Kind::kAll) rollback.Committed(target_of(shards[k]));
     report.shards.push_back(std::move(r));
     if (options.file_done) options.file_done(report.shards.back(), false);

@@ -19,12 +19,12 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 }  // namespace
 
 bool IsPlainShrink(const ShrinkOptions& options) {
-  return !options.convert && !options.dtype && options.select.empty();
+  return !options.convert && !options.dtype && options.select.empty() && options.only.empty();
 }
 
 Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string& input, const std::string& output,
                                      const ShrinkOptions& options) {
-  ZF_TRY(model::SelectSubtree(ckpt, options.select, options.read));
+  ZF_TRY(model::SelectTensors(ckpt, options.select, options.only, options.read, options.only_none_ok));
   PreparedShrink p;
   ShrinkReport& report = p.report;
   report.input = input;

@@ -41,8 +41,14 @@ struct ShrinkOptions {
   std::optional<torch::DType> dtype;
   // Write only the subtree at this key path (model/select.h); "" writes all.
   std::string select;
+  // Write only the tensors whose names match one of these patterns, and
+  // their ties (model/select.h KeepOnly); empty writes all. A file with no
+  // match is kInvalidArgument; ShrinkFolder checks the folder's total
+  // instead (only_none_ok, set by it for each shard).
+  std::vector<std::string> only;
+  bool only_none_ok = false;
   // A conversion (`zerofold convert`): always write a new torch archive with
-  // every storage split exactly. Without it (and without dtype or select)
+  // every storage split exactly. Without it (and without dtype, select or only)
   // the rewrite never grows a file: see IsPlainShrink.
   bool convert = false;
   // Called with bytes written so far and the total, at most once per buffer.

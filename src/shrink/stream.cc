@@ -268,9 +268,9 @@ bool RewriteIsSmaller(const torch::StreamCheckpointReader& reader, const torch::
 Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, TeeSource& tee, Sink* sink,
                             const std::string& input, const std::string& output, const ShrinkOptions& options) {
   ZF_TRY(reader.ReadModel());
-  // --select renumbers storages: plan on a copy, so the reader keeps its own.
+  // --select and --only renumber storages: plan on a copy, so the reader keeps its own.
   std::optional<torch::Checkpoint> selected;
-  if (!options.select.empty()) selected = reader.checkpoint();
+  if (!options.select.empty() || !options.only.empty()) selected = reader.checkpoint();
   torch::Checkpoint& ckpt = selected ? *selected : reader.checkpoint();
   ZF_ASSIGN_OR_RETURN(PreparedShrink prep, PrepareShrink(ckpt, input, output, options));
   ShrinkReport& report = prep.report;

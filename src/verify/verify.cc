@@ -108,7 +108,7 @@ Result<VerifyReport> VerifyWritten(const RandomSource& input, const RandomSource
                                    const VerifyOptions& options) {
   Result<model::CheckpointFile> in = model::ReadCheckpointFile(input, options.read, model::SafetensorsGraph::kBuild);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
-  if (Status s = model::SelectSubtree(in->ckpt, options.select, options.read); !s.ok()) return s.WithPath(input.name());
+  if (Status s = model::SelectTensors(in->ckpt, options.select, options.only, options.read, /*none_ok=*/true); !s.ok()) return s.WithPath(input.name());
   Result<torch::Checkpoint> out = torch::ReadCheckpoint(output, options.read);
   if (!out.ok()) return Status(out.status()).WithPath(output.name());
   std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));

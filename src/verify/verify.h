@@ -49,6 +49,8 @@ struct VerifyOptions {
   // Compare the output with this subtree of the input (a KEYPATH, as
   // model/select.h takes it and shrink --select writes it); "" the whole input.
   std::string select;
+  // ... and with the tensors matching these patterns (--only), if any.
+  std::vector<std::string> only;
 };
 
 // Reads the torch file `output` (shrink --verify: the output written, before

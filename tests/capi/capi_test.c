@@ -386,6 +386,25 @@ static void test_shrink_select_dtype(void) {
   CHECK(same_bytes(got, want));
   CHECK(file_size(got) > 0);
 
+  /* --only: the same bytes as the CLI's; a pattern matching nothing refused. */
+  PATH(only_want, "%s/only_cli.bin", tmp);
+  PATH(only_got, "%s/only_capi.bin", tmp);
+  CHECK_EQ_U64(run_cli(fmt("shrink --quiet --select module --only '*.bias,*.h.0.*' '%s' '%s'", model, only_want)), 0);
+  zf_shrink_options* only = zf_shrink_options_create();
+  CHECK_CODE(zf_shrink_options_set_select(only, "module", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink_options_add_only(only, "*.bias", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink_options_add_only(only, "*.h.0.*", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink(model, only_got, only, NULL, NULL), ZF_OK);
+  CHECK(same_bytes(only_got, only_want));
+  CHECK(file_size(only_got) < file_size(got));
+  CHECK_CODE(zf_shrink_options_add_only(only, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  zf_shrink_options_destroy(only);
+  only = zf_shrink_options_create();
+  CHECK_CODE(zf_shrink_options_add_only(only, "no such name", NULL), ZF_OK);
+  CHECK_CODE(zf_shrink(model, fmt("%s/only_none.bin", tmp), only, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK(!exists(fmt("%s/only_none.bin", tmp)));
+  zf_shrink_options_destroy(only);
+
   error_buffers b;
   CHECK_CODE(zf_shrink_options_set_dtype(o, "int8", error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
   CHECK_STR(b.message, "dtype takes bfloat16 (bf16), float16 (fp16, half) or float32 (fp32, float), not 'int8'");

@@ -3,7 +3,7 @@
 # -h as --help everywhere, "did you mean" for a mistyped command or flag, a damaged file
 # named .safetensors read as safetensors, --progress=lines, every --json error's path, a
 # folder shrink's lines as each shard completes, inspect FOLDER's total, --dedupe-tied
-# files read back with their ties.
+# files read back with their ties, --only on convert and shrink.
 #
 #   ZEROFOLD=build/zerofold bash tests/cli/usage_test.sh
 source "$(dirname "$0")/lib.sh"
@@ -258,5 +258,66 @@ run_z diff --json tie_ok.safetensors tie_ok.safetensors
 expect "a tied record read back" 0 ""
 expect_true "a tied record read back: both names" "grep -q '\"only_in_a\":\\[\\]' '$OUT' && grep -q '\"name\":\"b\"' '$OUT'"
 rm -f ./*.safetensors back.pt
+
+# --- --only on convert and shrink, as on merge: names by glob, ties follow ------------------
+hf=$F/hf/bloated
+s1=$hf/pytorch_model-00001-of-00003.bin
+run_z convert --only 'model.layers.*.weight' "$s1" only_w.pt
+expect "convert --only to a torch file" 0 ""
+run_z convert --only 'lm_head.*' "$s1" only_tied.safetensors
+expect "convert --only to safetensors: the tie follows" 0 ""
+run_z shrink --only '*.bias,model.layers.0.attn.*' "$s1" only_b.pt
+expect "shrink --only, two patterns" 0 ""
+run_z shrink --quiet --only '*.bias' "$s1" -
+expect "shrink --only to stdout" 0 ""
+cp "$OUT" only_stdout.pt
+run_z shrink --only '*.bias' "$hf" only_folder/
+expect "shrink --only of a folder" 0 ""
+run_z convert --to safetensors --only 'model.layers.1.*' "$hf" only_st/
+expect "convert --only of a folder to safetensors" 0 ""
+if "$PY" - "$s1" "$ZF_ROOT/tests" <<'EOF2'; then ok; else bad "--only outputs: names or values wrong"; fi
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import torch, torch_oracle as oracle
+src = oracle.load(sys.argv[1])
+def same(got, names):
+    assert sorted(got) == sorted(names), (sorted(got), sorted(names))
+    for k in names:
+        assert torch.equal(got[k], src[k]), k
+same(oracle.load("only_w.pt"), ["model.layers.0.attn.weight", "model.layers.0.mlp.up.weight", "model.layers.0.mlp.down.weight"])
+same(oracle.load_safetensors("only_tied.safetensors"), ["lm_head.weight", "model.embed.weight"])
+same(oracle.load("only_b.pt"), ["model.layers.0.attn.bias", "model.layers.0.mlp.up.bias", "model.layers.0.attn.weight"])
+same(oracle.load("only_stdout.pt"), ["model.layers.0.attn.bias", "model.layers.0.mlp.up.bias"])
+index = json.load(open("only_folder/pytorch_model.bin.index.json"))
+held = {}
+for shard in sorted(set(index["weight_map"].values())):
+    for k, v in oracle.load("only_folder/" + shard).items():
+        held[k] = (shard, v)
+assert sorted(held) == sorted(index["weight_map"]), (sorted(held), index["weight_map"])
+assert all(k.endswith(".bias") for k in held) and len(held) == 4, sorted(held)
+assert {k: s for k, (s, _) in held.items()} == index["weight_map"]
+assert index["metadata"]["total_size"] == sum(v.nelement() * v.element_size() for _, v in held.values())
+st = oracle.load_safetensors("only_st/model.safetensors")
+assert sorted(st) == ["model.layers.1.attn.bias", "model.layers.1.attn.weight", "model.layers.1.mlp.down.weight",
+                      "model.layers.1.mlp.up.bias", "model.layers.1.mlp.up.weight"], sorted(st)
+EOF2
+run_z shrink --only 'nothing*' "$s1" none.pt
+expect "--only matching nothing" 2 "zerofold: $s1: invalid argument: --only \"nothing*\" matches no tensor; its names look like: \"model.embed.weight\", \"model.layers.0.attn.weight\", \"model.layers.0.attn.bias\", \"model.layers.0.mlp.up.weight\", \"model.layers.0.mlp.up.bias\" (and 2 more)
+"
+expect_true "--only matching nothing: no output" "[ ! -e none.pt ]"
+run_z shrink --only 'nothing*' "$hf" none/
+expect "--only matching nothing in a folder" 2 "zerofold: $hf: invalid argument: --only matches no tensor of the folder's shards
+"
+expect_true "--only matching nothing in a folder: no output" "[ ! -e none ]"
+cp "$s1" mine.bin
+run_z shrink --only '*.bias' --in-place mine.bin
+expect "--only with --in-place" 2 "zerofold: shrink: --only with --in-place would drop the rest of IN
+zerofold: hint: run 'zerofold shrink --help'
+"
+run_z convert --only '' "$s1" e.pt
+expect "--only with no pattern" 2 "zerofold: convert: --only needs a pattern
+zerofold: hint: run 'zerofold convert --help'
+"
+rm -rf only_* none* mine.bin e.pt
 
 zf_finish

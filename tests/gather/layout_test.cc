@@ -13,49 +13,6 @@ namespace {
 
 using zero::LayOutMerge;
 
-TEST_CASE("GlobMatch: *, ?, sets and literal characters") {
-  struct Case {
-    const char* pattern;
-    const char* name;
-    bool match;
-  } cases[] = {
-      {"*", "transformer.wte.weight", true},
-      {"*", "", true},
-      {"", "", true},
-      {"", "a", false},
-      {"transformer.h.0.*", "transformer.h.0.ln_1.weight", true},
-      {"transformer.h.0.*", "transformer.h.10.ln_1.weight", false},
-      {"*.weight", "lm_head.weight", true},
-      {"*.weight", "lm_head.bias", false},
-      {"*.weight", "weight", false},
-      {"?b", "ab", true},
-      {"?b", "b", false},
-      {"a*b*c", "axxbyyc", true},
-      {"a*b*c", "axxbyy", false},
-      {"a*b*c", "abcbc", true},
-      {"**a", "ba", true},
-      {"a[0-9]", "a5", true},
-      {"a[0-9]", "ax", false},
-      {"a[!0-9]", "a5", false},
-      {"a[!0-9]", "ax", true},
-      {"a[^0-9]", "ax", true},
-      {"[]]", "]", true},
-      {"[a-]", "-", true},
-      {"[abc].x", "b.x", true},
-      {"a[", "a[", true},
-      {"a[", "ab", false},
-      {"h.[12].*", "h.1.mlp", true},
-      {"h.[12].*", "h.3.mlp", false},
-      {"exact", "exact", true},
-      {"exact", "exactly", false},
-  };
-  for (const Case& c : cases) {
-    CAPTURE(c.pattern);
-    CAPTURE(c.name);
-    CHECK_EQ(GlobMatch(c.pattern, c.name), c.match);
-  }
-}
-
 struct Fixture {
   zero::ZeroCheckpoint ckpt = zero::fixtures::Zero2Ws3Bf16();
   zero::MergePlan plan;

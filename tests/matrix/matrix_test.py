@@ -7,7 +7,7 @@ combinations are refused. Every combination is run:
     weights_only=True) or by the oracle's strict safetensors reader (the spec's header,
     dtypes, offsets covering the buffer without holes or overlaps, the reference
     writer's 8-byte padded header) and equals the input tensor for tensor (cast when
-    --dtype, the selected names when --select/--only); a folder OUT holds exactly its
+    --dtype, the selected names when --select/--only, and --only's as a flat dict); a folder OUT holds exactly its
     weights, index and the copies (config, tokenizer) with the input's bytes, and no temp
     file is left. Run again into the same OUT without --force it is refused (exit 2, one
     error line) and OUT stays byte-identical; with --force it succeeds and writes the same
@@ -205,7 +205,10 @@ OUTPUTS = [
     Output("unknown extension o.st", "o.st", None, False),
     Output("unknown extension o.st --to safetensors", "o.st", "safetensors", False),
 ]
-FLAGS = ["none", "--dtype bfloat16", "select", "part"]
+FLAGS = ["none", "--dtype bfloat16", "select", "only", "part"]
+# "select": shrink and convert take --select embed.weight, merge --only (its --select is
+# DCP's prefix); "only": shrink's and convert's --only (merge's is "select").
+ONLY = "layer.*"
 
 
 def name_format(out):
@@ -269,6 +272,8 @@ def flag_args(cmd, inp, flag):
         return ["--dtype", "bfloat16"]
     if flag == "select":
         return ["--only", inp.only] if cmd == "merge" else ["--select", "embed.weight"]
+    if flag == "only":
+        return ["--only", ONLY]
     return []
 
 
@@ -277,6 +282,8 @@ def expected_tensors(cmd, inp, flag):
     if flag == "select":
         want = collections.OrderedDict((k, v) for k, v in want.items()
                                        if (fnmatch.fnmatchcase(k, inp.only) if cmd == "merge" else k == "embed.weight"))
+    if flag == "only":
+        want = collections.OrderedDict((k, v) for k, v in want.items() if fnmatch.fnmatchcase(k, ONLY))
     if flag == "--dtype bfloat16":
         want = collections.OrderedDict((k, v.to(torch.bfloat16) if v.is_floating_point() else v)
                                        for k, v in want.items())
@@ -287,7 +294,8 @@ Case = collections.namedtuple("Case", "cmd inp out flag")
 
 
 def cases(inputs):
-    return [Case(cmd, inp, o, flag) for inp in inputs for cmd in inp.commands for o in OUTPUTS for flag in FLAGS]
+    return [Case(cmd, inp, o, flag) for inp in inputs for cmd in inp.commands for o in OUTPUTS for flag in FLAGS
+            if not (cmd == "merge" and flag == "only")]
 
 
 def case_name(c):

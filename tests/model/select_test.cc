@@ -109,5 +109,41 @@ TEST_CASE("a long key list is cut after 20 keys") {
   CHECK_NE(s.message().find(" more)"), std::string::npos);
 }
 
+TEST_CASE("KeepOnly keeps matching names and their ties, flattened into one dict") {
+  torch::Checkpoint ckpt = Load("hf/bloated/pytorch_model-00001-of-00003.bin");
+  const std::vector<std::string> lm_head = {"lm_head.*"};
+  REQUIRE(KeepOnly(ckpt, lm_head, {}, false).ok());
+  // model.embed.weight views the same bytes as lm_head.weight: it follows.
+  CHECK_EQ(Names(ckpt), std::vector<std::string>{"model.embed.weight", "lm_head.weight"});
+  CHECK_EQ(ckpt.graph.kind(ckpt.root), pickle::Kind::kDict);
+  CHECK_EQ(ckpt.storages.size(), 1u);
+
+  torch::Checkpoint nested = Load("torch/optimizer_state.pt");
+  const std::vector<std::string> exp_avg = {"*.exp_avg"};
+  REQUIRE(KeepOnly(nested, exp_avg, {}, false).ok());
+  REQUIRE_FALSE(nested.tensors.empty());
+  for (const torch::Tensor& t : nested.tensors) {
+    CAPTURE(t.name);
+    CHECK(t.name.starts_with("optimizer.state."));
+    CHECK(t.name.ends_with(".exp_avg"));
+  }
+  CHECK_EQ(nested.storages.size(), nested.tensors.size());
+}
+
+TEST_CASE("KeepOnly: no match is an error naming some names, unless none is allowed") {
+  torch::Checkpoint ckpt = Load("hf/bloated/pytorch_model-00001-of-00003.bin");
+  const std::vector<std::string> none = {"nothing"};
+  Status s = KeepOnly(ckpt, none, {}, false);
+  REQUIRE_FALSE(s.ok());
+  CHECK_EQ(s.code(), Code::kInvalidArgument);
+  CHECK(s.message().find("\"model.embed.weight\"") != std::string::npos);
+  REQUIRE(KeepOnly(ckpt, none, {}, true).ok());
+  CHECK(ckpt.tensors.empty());
+  CHECK(ckpt.storages.empty());
+  torch::Checkpoint all = Load("hf/bloated/pytorch_model-00001-of-00003.bin");
+  REQUIRE(KeepOnly(all, {}, {}, false).ok());
+  CHECK_EQ(all.tensors.size(), 7u);
+}
+
 }  // namespace
 }  // namespace zerofold::model
