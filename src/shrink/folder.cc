@@ -185,7 +185,8 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     return report;
   }
   if (options.dry_run || in_place) {
-    if (in_place && index != nullptr) ZF_TRY(output::WriteSmallFile(env, report.index, tail.index_text));
+    if (in_place && !options.dry_run && index != nullptr)
+      ZF_TRY(output::WriteSmallFile(env, report.index, tail.index_text));
     rollback.Keep();
     return report;
   }

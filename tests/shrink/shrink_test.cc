@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "io/fault_env.h"
 #include "io/mem_env.h"
 #include "support/fixtures.h"
 #include "zip/archive.h"
@@ -111,6 +112,22 @@ TEST_CASE("a pytorch_model.bin beside a shard index is shrunk too, and left out 
   CHECK(*got == alone.GetFile("small.bin").value());
   CHECK_LT(got->size(), single.size());
   for (const std::string& copied : b->copied) CHECK_NE(copied, "pytorch_model.bin");
+}
+
+TEST_CASE("a dry run of a folder in place writes nothing, not even the index") {
+  const char* const names[] = {"config.json", "pytorch_model-00001-of-00003.bin", "pytorch_model-00002-of-00003.bin",
+                               "pytorch_model-00003-of-00003.bin", "pytorch_model.bin.index.json"};
+  io::MemEnv mem;
+  for (const char* n : names) mem.SetFile(std::string("in/") + n, Fixture(std::string("hf/bloated/") + n));
+  io::FaultEnv counting(&mem);
+  ShrinkOptions dry;
+  dry.dry_run = true;
+  Result<FolderReport> r = ShrinkFolder(&counting, "in", "in", dry);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  CHECK_EQ(r->shards.size(), 3u);
+  CHECK_EQ(counting.commits(), 0u);
+  CHECK_EQ(counting.bytes_appended(), 0u);
+  for (const char* n : names) CHECK(mem.GetFile(std::string("in/") + n) == Fixture(std::string("hf/bloated/") + n));
 }
 
 }  // namespace
