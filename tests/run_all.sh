@@ -5,7 +5,8 @@
 # example against a real nginx, CLI tests, the input x output x flag matrix
 # (tests/matrix), torch interop tests, the
 # Slurm examples on a real single-node Slurm (tests/slurm/slurm_test.sh), and
-# each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh).
+# each fuzz target for a bounded time under ASan and UBSan (tests/fuzz/run_fuzz.sh). The two
+# damaged-input suites (shrink_test.sh, inspect_test.sh) run beside the others (run_beside).
 # Ends with one line "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,17 +31,14 @@ echo "--- install and build: ${SECONDS}s"
 
 passed=0; failed=0
 LOG=$(mktemp)
-trap 'rm -f "$LOG"' EXIT
+trap 'rm -rf "$LOG" "$BESIDE_DIR"' EXIT
 # run NAME CMD...: one suite. Its test count comes from the runner's summary
 # (doctest "test cases: N | P passed | F failed", unittest "Ran N tests",
 # our shell tests "N passed, F failed"); a suite that fails without one
 # counts as one failure.
-run() {
-  local name=$1; shift
-  echo "=== $name"
-  local rc=0 start=$SECONDS
-  "$@" 2>&1 | tee "$LOG" || rc=$?
-  local p f
+# tally NAME RC START: counts the suite whose output is in $LOG.
+tally() {
+  local name=$1 rc=$2 start=$3 p f
   if grep -q "^\[doctest\] test cases:" "$LOG"; then
     p=$(grep "^\[doctest\] test cases:" "$LOG" | tail -1 | sed -E 's/.*\| *([0-9]+) passed.*/\1/')
     f=$(grep "^\[doctest\] test cases:" "$LOG" | tail -1 | sed -E 's/.*\| *([0-9]+) failed.*/\1/')
@@ -60,6 +58,38 @@ run() {
   if [ "$rc" -eq 0 ]; then echo "--- $name: ok ($p passed, ${took}s)"; else echo "--- $name: FAILED ($f failed, ${took}s)"; fi
 }
 
+run() {
+  local name=$1; shift
+  echo "=== $name"
+  local rc=0 start=$SECONDS
+  "$@" 2>&1 | tee "$LOG" || rc=$?
+  tally "$name" "$rc" "$start"
+}
+
+# run_beside NAME CMD...: starts a suite in the background, on the second
+# core, its output kept until finish_beside prints and counts it. For the
+# suites that spawn zerofold thousands of times one process at a time (the
+# damaged-input loops), which would otherwise leave a core idle.
+BESIDE_DIR=$(mktemp -d)
+BESIDE=()
+run_beside() {
+  local name=$1; shift
+  local k=${#BESIDE[@]}
+  BESIDE+=("$name|$SECONDS")
+  ( rc=0; "$@" >"$BESIDE_DIR/$k.log" 2>&1 || rc=$?; echo "$rc" >"$BESIDE_DIR/$k.rc" ) &
+}
+finish_beside() {
+  wait
+  local k entry
+  for k in "${!BESIDE[@]}"; do
+    entry=${BESIDE[$k]}
+    echo "=== ${entry%|*} (run beside the others)"
+    cat "$BESIDE_DIR/$k.log"
+    cp "$BESIDE_DIR/$k.log" "$LOG"
+    tally "${entry%|*}" "$(cat "$BESIDE_DIR/$k.rc" 2>/dev/null || echo 1)" "${entry##*|}"
+  done
+}
+
 run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
 run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
@@ -68,7 +98,11 @@ run "capi: install_test.sh (meson install, pkg-config)" env ZEROFOLD="$BUILD/zer
 run "examples: http_test.sh (http_convert against nginx)" env ZEROFOLD="$BUILD/zerofold" HTTP_CONVERT="$BUILD/examples/http/http_convert" bash tests/examples/http_test.sh
 for t in tests/cli/*_test.sh; do
   [ -e "$t" ] || continue
-  run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t"
+  case $(basename "$t") in
+    shrink_test.sh | inspect_test.sh)
+      run_beside "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t" ;;
+    *) run "cli: $(basename "$t")" env ZEROFOLD="$BUILD/zerofold" bash "$t" ;;
+  esac
 done
 run "matrix: tests/matrix/matrix_test.py (every input x output x flag of shrink, convert, merge)" \
   env ZEROFOLD="$BUILD/zerofold" /usr/bin/python3 tests/matrix/matrix_test.py
@@ -79,6 +113,7 @@ done
 
 run "slurm: slurm_test.sh (a single-node Slurm started for the test)" env ZEROFOLD="$BUILD/zerofold" bash tests/slurm/slurm_test.sh
 run "fuzz: run_fuzz.sh" bash tests/fuzz/run_fuzz.sh
+finish_beside
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
