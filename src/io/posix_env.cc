@@ -115,6 +115,10 @@ class PosixRandomSource final : public RandomSource {
     }
     return done;
   }
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    Result<std::shared_ptr<const Descriptor>> d = Acquire();
+    if (d.ok()) ::posix_fadvise((*d)->fd, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
+  }
   uint64_t size() const override { return size_; }
   const std::string& name() const override { return name_; }
 
