@@ -6,12 +6,12 @@
 // Why: on this project's machines (VMs that return freed memory to the
 // host) the page cache's allocation of fresh pages, not the disk, bounds a
 // plain buffered write. Writing 1.34 GB here (bench/RESULTS.md, "merge at
-// the disk's floor", 2026-12-04): 128 KiB write(2) calls then fsync
-// 4.1-6.1 s; O_DIRECT in 4 MiB blocks, one in flight, 0.86-2.6 s; the same
-// buffered writes with write-back started every 8 MiB and the pages
-// dropped two steps behind 0.93-1.4 s. The dropped pages are reused, warm,
-// for the next bytes, and the disk always has the last 16 MiB queued.
-// Output files are not read again soon, so dropping them also leaves the
+// the disk's floor", 2026-12-04, 10+ runs each): 128 KiB write(2) calls
+// then fsync 4.1-6.1 s; O_DIRECT in 4 MiB blocks, one in flight, 0.86-2.6 s
+// (median 1.8); the same buffered writes with write-back started every
+// 8 MiB and the pages dropped two steps behind 0.92-1.6 s (median 1.1).
+// The dropped pages are reused, warm, for the next bytes, and the disk
+// always has the last 16 MiB queued. Output files are not read again soon, so dropping them also leaves the
 // cache to the inputs.
 //
 // How: appends are copied into one of two staging buffers of kChunkBytes.
