@@ -29,6 +29,14 @@ class RandomSource {
   // Reads up to dst.size() bytes at offset. Returns the count read, which is
   // short only at end of file (0 at or past the end). Thread-safe.
   virtual Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const = 0;
+  // A hint that [offset, offset + length) will be read soon: a file starts
+  // reading it into the operating system's cache in the background
+  // (POSIX: posix_fadvise WILLNEED). Never fails and changes no result;
+  // sources that cannot read ahead ignore it. Thread-safe.
+  virtual void WillNeed(uint64_t offset, uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
   // Total size in bytes, fixed for the source's lifetime.
   virtual uint64_t size() const = 0;
   // The name used in error messages (the path the user gave).

@@ -47,6 +47,13 @@ bool CanConvert(torch::DType from, torch::DType to) {
 TensorAssembler::TensorAssembler(std::span<const SourceFile> sources, size_t buffer_bytes)
     : sources_(sources), buffer_bytes_(std::max(buffer_bytes, kMinBuffer)) {}
 
+void TensorAssembler::ReadAheadFor(std::vector<const GatherTensor*> order) {
+  ahead_.emplace(sources_, PlanReadAhead(order, kReadAheadGranule), kReadAheadBytes);
+  ahead_order_ = std::move(order);
+  ahead_next_ = 0;
+  ahead_base_ = 0;
+}
+
 Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBytes& emit) {
   const std::span<const int64_t> grid = tensor.grid;
   const size_t rank = grid.size();
@@ -96,15 +103,16 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
   // Pieces read at the same time share the buffer between their windows.
   std::vector<std::pair<uint64_t, int>> events;  // (grid element, +1 first block / -1 past last block)
   for (const Walk& w : walks) {
-    Walk last = w;
-    for (size_t d = 0; d < w.split; ++d) last.index[d] = tensor.pieces[w.piece].sizes[d] - 1;
-    events.emplace_back(w.start, 1);
-    events.emplace_back(BlockStart(tensor.pieces[w.piece], last, grid_strides) + w.block, -1);
+    const GridSpan span = SpanInGrid(grid, tensor.pieces[w.piece]);
+    events.emplace_back(span.first, 1);
+    events.emplace_back(span.end, -1);
   }
   std::sort(events.begin(), events.end());
   int active = 0, most = 1;
   for (const auto& [at, delta] : events) most = std::max(most, active += delta);
-  const size_t window = std::max(std::min(kMinWindowBytes, buffer_bytes_), buffer_bytes_ / static_cast<size_t>(most));
+  const size_t window = std::max({std::min(kMinWindowBytes, buffer_bytes_), buffer_bytes_ / static_cast<size_t>(most),
+                                  kMinReaderWindowBytes});
+  windows_.Keep(static_cast<size_t>(most), window);
 
   const size_t out_elems = std::max<size_t>(buffer_bytes_ / std::max(out_size, in_size), 1);
   if (out_.size() < out_elems * out_size) out_.resize(out_elems * out_size);
@@ -113,10 +121,31 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
   // NaNs to bfloat16 as TorchNanRule says for its layout.
   const torch::NanRule nan = torch::TorchNanRule(tensor.shape, torch::ContiguousStrides(tensor.shape));
 
+  // Read-ahead moves with the output when this is the tensor it expects.
+  ReadAhead* ahead = nullptr;
+  const uint64_t base = ahead_base_;
+  if (ahead_ && ahead_next_ < ahead_order_.size() && ahead_order_[ahead_next_] == &tensor) {
+    ahead = &*ahead_;
+    ++ahead_next_;
+    ahead_base_ += OutputBytes(tensor);
+    ahead->Advance(base);
+  }
+
   using Next = std::pair<uint64_t, size_t>;  // (block start, walk)
   std::priority_queue<Next, std::vector<Next>, std::greater<Next>> queue;
   for (size_t k = 0; k < walks.size(); ++k) queue.emplace(walks[k].start, k);
   std::vector<std::unique_ptr<PieceReader>> readers(walks.size());
+  std::vector<WindowPool::Window> lent(walks.size());  // readers[k]'s window
+  // Gives every window lent back on every return, so the pool keeps them.
+  struct GiveBack {
+    WindowPool& pool;
+    std::vector<std::unique_ptr<PieceReader>>& readers;
+    std::vector<WindowPool::Window>& lent;
+    ~GiveBack() {
+      readers.clear();
+      for (WindowPool::Window& w : lent) pool.Give(std::move(w));
+    }
+  } give_back{windows_, readers, lent};
   uint64_t cursor = 0;  // next grid element
   size_t fill = 0;      // elements in out_
   while (!queue.empty()) {
@@ -127,7 +156,10 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
     if (w.start != cursor)
       return Status::Internal("the plan's pieces of " + tensor.name + " do not tile it: element " +
                               std::to_string(cursor) + " is next, a piece starts at " + std::to_string(w.start));
-    if (!readers[k]) readers[k] = std::make_unique<PieceReader>(p, sources_[p.file], window, &deflated_);
+    if (!readers[k]) {
+      lent[k] = windows_.Take(window);
+      readers[k] = std::make_unique<PieceReader>(p, sources_[p.file], lent[k].span(), &deflated_);
+    }
     PieceReader& reader = *readers[k];
     const bool copy = p.dtype == tensor.dtype;
     const uint32_t piece_size = torch::Info(p.dtype).itemsize;
@@ -146,6 +178,7 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
       cursor += n;
       left -= n;
       if (fill == out_elems) {
+        if (ahead != nullptr) ahead->Advance(base + cursor * out_size);
         ZF_TRY(emit(std::span<const std::byte>(out_.data(), fill * out_size)));
         fill = 0;
       }
@@ -160,6 +193,7 @@ Status TensorAssembler::Assemble(const GatherTensor& tensor, const torch::EmitBy
     } else {
       bytes_read_ += reader.bytes_read();
       readers[k].reset();
+      windows_.Give(std::move(lent[k]));
     }
   }
   if (fill > 0) ZF_TRY(emit(std::span<const std::byte>(out_.data(), fill * out_size)));

@@ -233,7 +233,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     if (!part_files.write[k]) continue;
     const MergeOutputFile& f = report->files[k];
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
-    // The file sink writes on its own thread (io/direct_writer.h); Flush
+    // The file sink writes on its own thread (io/flush_behind_writer.h); Flush
     // ends that and frees its buffers before the next file starts.
     Status written = report->format == MergeFormat::kTorch
                          ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)

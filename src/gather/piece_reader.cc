@@ -22,11 +22,41 @@ constexpr uint64_t kMinRunsPerWindow = 16;
 
 }  // namespace
 
-PieceReader::PieceReader(const Piece& piece, const SourceFile& file, size_t window_bytes, zip::OpenEntries* records)
-    : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize),
+void WindowPool::Keep(size_t count, size_t bytes) {
+  std::erase_if(idle_, [&](const Window& w) { return w.size / 2 > bytes; });
+  if (idle_.size() > count) idle_.erase(idle_.begin(), idle_.end() - static_cast<ptrdiff_t>(count));
+}
+
+WindowPool::Window WindowPool::Take(size_t bytes) {
+  Window w;
+  if (!idle_.empty()) {
+    w = std::move(idle_.back());
+    idle_.pop_back();
+  }
+  if (w.size < bytes) {
+    w.bytes.reset();  // free before allocating: the pool's bound holds while regrowing
+    w.bytes.reset(new std::byte[bytes]);  // default-initialized: no zero-fill
+    w.size = bytes;
+  }
+  return w;
+}
+
+void WindowPool::Give(Window window) {
+  if (window.bytes != nullptr) idle_.push_back(std::move(window));
+}
+
+size_t WindowPool::idle_bytes() const {
+  size_t n = 0;
+  for (const Window& w : idle_) n += w.size;
+  return n;
+}
+
+PieceReader::PieceReader(const Piece& piece, const SourceFile& file, std::span<std::byte> window,
+                         zip::OpenEntries* records)
+    : piece_(piece), file_(file), itemsize_(torch::Info(piece.dtype).itemsize), window_(window),
       records_(records != nullptr ? records : &own_records_) {
   left_ = NumelOf(piece.sizes);
-  window_capacity_ = std::max<size_t>(window_bytes, 64);
+  window_capacity_ = window.size();
   // The view's dims without size-1 dims, C-contiguous neighbours merged;
   // the innermost unit-stride dim is the run.
   for (size_t i = 0; i < piece.sizes.size(); ++i) {
@@ -76,7 +106,6 @@ Status PieceReader::Refill(uint64_t pos, size_t size) {
   window_begin_ = pos;
   window_end_ = std::min<uint64_t>(extent_end_, pos + size);
   const size_t n = static_cast<size_t>(window_end_ - window_begin_);
-  if (window_.size() < n) window_.resize(n);
   return ReadStorage(window_begin_, std::span<std::byte>(window_.data(), n));
 }
 
@@ -92,10 +121,9 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
     switch (mode_) {
       case Mode::kForward:
         // Large reads go straight to the caller; small ones (a row's share
-        // of a dim-1 chunk) through a window that doubles with each refill.
+        // of a dim-1 chunk) through the window.
         if (dst.size() >= kFirstWindowBytes) return ReadStorage(pos, dst);
-        ZF_TRY(Refill(pos, std::min(next_window_, window_capacity_)));
-        next_window_ = std::min(next_window_ * 2, window_capacity_);
+        ZF_TRY(Refill(pos, window_capacity_));
         break;
       case Mode::kWholeExtent:
         if (window_end_ > window_begin_) return Status::Internal("a read outside the view's extent");

@@ -53,6 +53,18 @@ uint64_t NumelOf(std::span<const int64_t> shape) {
 
 uint64_t OutputBytes(const GatherTensor& tensor) { return NumelOf(tensor.shape) * torch::Info(tensor.dtype).itemsize; }
 
+GridSpan SpanInGrid(std::span<const int64_t> grid, const Piece& p) {
+  GridSpan span;
+  uint64_t stride = 1;
+  for (size_t d = grid.size(); d-- > 0;) {
+    span.first += static_cast<uint64_t>(p.offsets[d]) * stride;
+    span.end += static_cast<uint64_t>(p.offsets[d] + p.sizes[d] - 1) * stride;
+    stride *= static_cast<uint64_t>(grid[d]);
+  }
+  span.end += 1;
+  return span;
+}
+
 Status CheckTiling(std::span<const int64_t> grid, std::span<const Piece> pieces,
                    std::span<const std::string> piece_names) {
   auto name = [&](size_t i) { return i < piece_names.size() ? piece_names[i] : "piece " + std::to_string(i); };

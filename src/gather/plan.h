@@ -107,6 +107,15 @@ uint64_t NumelOf(std::span<const int64_t> shape);
 // Bytes of a tensor in its output dtype.
 uint64_t OutputBytes(const GatherTensor& tensor);
 
+// The elements of the grid's C order a box spans: its first element and
+// one past its last (elements of other boxes may lie between them).
+// REQUIRES: a non-empty box inside the grid, of the grid's rank.
+struct GridSpan {
+  uint64_t first = 0;
+  uint64_t end = 0;
+};
+GridSpan SpanInGrid(std::span<const int64_t> grid, const Piece& p);
+
 // Checks that the pieces' boxes tile `grid` exactly: every box of the
 // grid's rank, non-negative, inside the grid, no two sharing an element,
 // together covering every element. kCorrupt otherwise, the message naming

@@ -25,7 +25,8 @@ Status Gatherer::Gather(const RandomSource& file, const torch::Storage& storage,
   piece.view_offset = view.storage_offset;
   piece.strides = view.stride;
   const gather::SourceFile source{file.name(), &file};
-  gather::PieceReader reader(piece, source, buffer_bytes_, &records_);
+  if (window_.bytes == nullptr) window_ = WindowPool().Take(buffer_bytes_);
+  gather::PieceReader reader(piece, source, window_.span(), &records_);
   const uint64_t itemsize = torch::Info(view.dtype).itemsize;
   const uint64_t chunk = std::max<uint64_t>(out_.size() / itemsize, 1);
   if (out_.size() < chunk * itemsize) out_.resize(chunk * itemsize);

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "gather/piece_reader.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
@@ -24,8 +25,8 @@ namespace zerofold::gather {
 // Receives the next bytes of the view: a whole number of elements.
 using EmitChunk = std::function<Status(std::span<const std::byte>)>;
 
-// Holds an output buffer of about buffer_bytes, reused by every Gather, and
-// while gathering a read window of at most buffer_bytes; deflated records
+// Holds an output buffer of about buffer_bytes and, from the first Gather
+// on, a read window of buffer_bytes, both reused by every Gather; deflated records
 // stay open across Gathers (zip::OpenEntries), so views read in storage
 // order inflate each record forward once.
 // Not thread-safe; one Gatherer per thread.
@@ -51,6 +52,7 @@ class Gatherer {
  private:
   size_t buffer_bytes_;
   std::vector<std::byte> out_;
+  WindowPool::Window window_;
   zip::OpenEntries records_;
 };
 

@@ -57,6 +57,9 @@ Status WriteTorchFile(const TorchFilePlan& file, const GatherPlan& plan, TensorA
   contents.top_folder = file.top_folder;
   contents.data_pkl = file.pickle.data_pkl;
   contents.storages = file.pickle.storages;
+  std::vector<const GatherTensor*> order;
+  for (size_t t : file.storage_tensor) order.push_back(&plan.tensors[t]);
+  assembler.ReadAheadFor(std::move(order));
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const GatherTensor& t = plan.tensors[file.storage_tensor[index]];
     return assembler.Assemble(t, [&](std::span<const std::byte> bytes) -> Status {
@@ -97,6 +100,9 @@ Result<SafetensorsFilePlan> PlanSafetensorsFile(const GatherPlan& plan, const Me
 
 Status WriteSafetensorsFile(const SafetensorsFilePlan& file, const GatherPlan& plan, TensorAssembler& assembler,
                             Sink* sink, const WriteProgress& progress) {
+  std::vector<const GatherTensor*> order;
+  for (size_t t : file.tensor_of) order.push_back(&plan.tensors[t]);
+  assembler.ReadAheadFor(std::move(order));
   safetensors::StreamWriter writer(file.layout, *sink);
   ZF_TRY(writer.WriteHeader());
   for (size_t i = 0; i < file.layout.tensors.size(); ++i) {

@@ -17,6 +17,7 @@ class CancelEnv::Source final : public RandomSource {
     ZF_TRY(env_->Check(name()));
     return base_->ReadAt(offset, dst);
   }
+  void WillNeed(uint64_t offset, uint64_t length) const override { base_->WillNeed(offset, length); }
   uint64_t size() const override { return base_->size(); }
   const std::string& name() const override { return base_->name(); }
 

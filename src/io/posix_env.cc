@@ -1,4 +1,4 @@
-// With io/direct_writer.cc, the only files that call the operating system's
+// With io/flush_behind_writer.cc, the only files that call the operating system's
 // file API.
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include <random>
 #include <string>
 
-#include "io/direct_writer.h"
+#include "io/flush_behind_writer.h"
 #include "io/temp_name.h"
 #include "zerofold/env.h"
 
@@ -114,6 +114,10 @@ class PosixRandomSource final : public RandomSource {
       done += static_cast<size_t>(r);
     }
     return done;
+  }
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    Result<std::shared_ptr<const Descriptor>> d = Acquire();
+    if (d.ok()) ::posix_fadvise((*d)->fd, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_WILLNEED);
   }
   uint64_t size() const override { return size_; }
   const std::string& name() const override { return name_; }
@@ -260,7 +264,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   std::string target_;
   std::string temp_;
   int fd_;
-  io::DirectWriter writer_;  // large files skip the page cache
+  io::FlushBehindWriter writer_;  // large files leave the page cache as they reach the disk
   bool committed_ = false;
 };
 
@@ -282,8 +286,8 @@ class FdSink final : public Sink {
 };
 
 // Standard output when it is a regular file: written through a descriptor of
-// its own, opened again from /proc/self/fd/1, so that DirectWriter's
-// O_DIRECT never touches the descriptor the shell shares with other
+// its own, opened again from /proc/self/fd/1, so that the writer thread
+// never moves the offset of the descriptor the shell shares with other
 // programs. Flush() moves standard output's offset past the bytes written,
 // as if they had gone through it.
 class StdoutFileSink final : public Sink {
@@ -323,7 +327,7 @@ class StdoutFileSink final : public Sink {
   const std::string name_ = "<stdout>";
   int fd_;
   uint64_t start_;
-  io::DirectWriter writer_;
+  io::FlushBehindWriter writer_;
 };
 
 // The first 8 hex digits of a file holding a 128-bit id (machine-id,

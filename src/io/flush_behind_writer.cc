@@ -1,14 +1,13 @@
-#include "io/direct_writer.h"
+#include "io/flush_behind_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 namespace zerofold::io {
@@ -34,66 +33,48 @@ Status WriteAllBuffered(int fd, const std::string& name, std::span<const std::by
   return Status::OK();
 }
 
-void DirectWriter::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+FlushBehindWriter::FlushBehindWriter(int fd, std::string name, uint64_t start_offset)
+    : fd_(fd), name_(std::move(name)), start_(start_offset), written_(start_offset), started_(start_offset),
+      previous_(start_offset), dropped_(start_offset) {}
 
-DirectWriter::DirectWriter(int fd, std::string name, uint64_t start_offset)
-    : fd_(fd), name_(std::move(name)), written_(start_offset) {}
+FlushBehindWriter::~FlushBehindWriter() { StopThread(); }
 
-DirectWriter::~DirectWriter() { StopThread(); }
-
-namespace {
-
-// kChunkBytes aligned to kAlignBytes; std::bad_alloc when memory is short,
-// as for every other allocation.
-std::byte* NewChunk() {
-  void* p = nullptr;
-  if (::posix_memalign(&p, DirectWriter::kAlignBytes, DirectWriter::kChunkBytes) != 0) throw std::bad_alloc();
-  return static_cast<std::byte*>(p);
-}
-
-}  // namespace
-
-void DirectWriter::StopDirect() {
-  if (direct_) {
-    int flags = ::fcntl(fd_, F_GETFL);
-    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT);
+Status FlushBehindWriter::FlushBehind() {
+#if defined(__linux__)
+  if (!may_flush_ || written_ - started_ < kFlushBytes) return Status::OK();
+  auto range = [](uint64_t from, uint64_t to) {
+    return std::pair<off_t, off_t>(static_cast<off_t>(from), static_cast<off_t>(to - from));
+  };
+  auto [at, n] = range(started_, written_);
+  if (::sync_file_range(fd_, at, n, SYNC_FILE_RANGE_WRITE) != 0) {
+    // A descriptor that cannot be flushed this way (EINVAL, ESPIPE) is
+    // written through the cache alone.
+    if (errno != EIO && errno != ENOSPC) {
+      may_flush_ = false;
+      return Status::OK();
+    }
+    return WriteError(name_, errno);
   }
-  direct_ = false;
-  may_direct_ = false;
+  if (previous_ > dropped_) {
+    std::tie(at, n) = range(dropped_, previous_);
+    const unsigned wait = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (::sync_file_range(fd_, at, n, wait) != 0) return WriteError(name_, errno);
+    ::posix_fadvise(fd_, at, n, POSIX_FADV_DONTNEED);  // a hint: the bytes are on disk either way
+    dropped_ = previous_;
+  }
+  previous_ = started_;
+  started_ = written_;
+#endif
+  return Status::OK();
 }
 
-Status DirectWriter::WriteBuffered(const std::byte* data, size_t n) {
-  StopDirect();  // a buffered write may leave the end unaligned
+Status FlushBehindWriter::WriteBlock(const std::byte* data, size_t n) {
   ZF_TRY(WriteAllBuffered(fd_, name_, std::span<const std::byte>(data, n)));
   written_ += n;
-  return Status::OK();
+  return FlushBehind();
 }
 
-Status DirectWriter::WriteBlock(const std::byte* data, size_t n) {
-  if (may_direct_ && !direct_ && written_ % kAlignBytes == 0 && n >= kAlignBytes) {
-    int flags = ::fcntl(fd_, F_GETFL);
-    if (flags >= 0 && ::fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0) {
-      direct_ = true;
-    } else {
-      may_direct_ = false;  // the filesystem has no direct I/O
-    }
-  }
-  size_t done = 0;
-  while (direct_ && n - done >= kAlignBytes) {
-    ssize_t w = ::write(fd_, data + done, (n - done) / kAlignBytes * kAlignBytes);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno != EINVAL) return WriteError(name_, errno);
-    // EINVAL: the filesystem wants another alignment; go on buffered.
-    if (w < 0) break;
-    done += static_cast<size_t>(w);
-    written_ += static_cast<uint64_t>(w);
-    if (static_cast<size_t>(w) % kAlignBytes != 0) break;  // short: the end is unaligned
-  }
-  if (done < n) return WriteBuffered(data + done, n - done);
-  return Status::OK();
-}
-
-void DirectWriter::Run() {
+void FlushBehindWriter::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return busy_ || stop_; });
@@ -107,7 +88,7 @@ void DirectWriter::Run() {
   }
 }
 
-void DirectWriter::StopThread() {
+void FlushBehindWriter::StopThread() {
   if (!threaded_) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -119,20 +100,20 @@ void DirectWriter::StopThread() {
   stop_ = false;
 }
 
-Status DirectWriter::WaitIdle() {
+Status FlushBehindWriter::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return !busy_; });
   return error_;
 }
 
-Status DirectWriter::Fail(Status s) {
+Status FlushBehindWriter::Fail(Status s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) error_ = std::move(s);
   return error_;
 }
 
-Status DirectWriter::Hand() {
-  if (!flight_) flight_.reset(NewChunk());
+Status FlushBehindWriter::Hand() {
+  if (!flight_) flight_.reset(new std::byte[kChunkBytes]);  // no zero-fill: written before it is read
   if (!threaded_ && !no_thread_) {
     try {
       thread_ = std::thread([this] { Run(); });
@@ -157,12 +138,12 @@ Status DirectWriter::Hand() {
   return Status::OK();
 }
 
-Status DirectWriter::Append(std::span<const std::byte> data) {
+Status FlushBehindWriter::Append(std::span<const std::byte> data) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return error_;
   }
-  if (!fill_) fill_.reset(NewChunk());
+  if (!fill_) fill_.reset(new std::byte[kChunkBytes]);
   accepted_ += data.size();
   while (!data.empty()) {
     size_t n = std::min(data.size(), kChunkBytes - filled_);
@@ -174,12 +155,11 @@ Status DirectWriter::Append(std::span<const std::byte> data) {
   return Status::OK();
 }
 
-Status DirectWriter::Finish() {
+Status FlushBehindWriter::Finish() {
   Status s = WaitIdle();  // no thread: nothing in flight, the error so far
   StopThread();
   if (s.ok() && filled_ > 0) s = WriteBlock(fill_.get(), filled_);
   filled_ = 0;
-  StopDirect();
   fill_.reset();
   flight_.reset();
   return s.ok() ? s : Fail(std::move(s));

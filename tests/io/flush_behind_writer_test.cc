@@ -1,4 +1,4 @@
-#include "io/direct_writer.h"
+#include "io/flush_behind_writer.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 namespace zerofold::io {
 namespace {
 
-constexpr size_t kChunk = DirectWriter::kChunkBytes;
+constexpr size_t kChunk = FlushBehindWriter::kChunkBytes;
 
 std::vector<std::byte> Pattern(size_t n, uint32_t seed) {
   std::vector<std::byte> v(n);
@@ -38,7 +38,7 @@ std::vector<std::byte> ReadFile(const std::string& path) {
 class TempDir {
  public:
   explicit TempDir(const std::string& parent) {
-    std::string pattern = parent + "/zf-direct-XXXXXX";
+    std::string pattern = parent + "/zf-flush-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     if (mkdtemp(name.data()) != nullptr) path_ = name.data();
@@ -65,7 +65,7 @@ std::vector<std::byte> WriteInPieces(const std::string& path, const std::vector<
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
   {
-    DirectWriter w(fd, path);
+    FlushBehindWriter w(fd, path);
     size_t done = 0;
     for (size_t k = 0; done < data.size(); ++k) {
       size_t n = std::min(sizes[k % sizes.size()], data.size() - done);
@@ -81,8 +81,8 @@ std::vector<std::byte> WriteInPieces(const std::string& path, const std::vector<
   return ReadFile(path);
 }
 
-// The folders tried: the build's working folder (a disk filesystem, where
-// O_DIRECT is taken) and /dev/shm (tmpfs, which may refuse it).
+// The folders tried: the build's working folder (a disk filesystem) and
+// /dev/shm (tmpfs).
 std::vector<std::string> Parents() {
   std::vector<std::string> out = {"."};
   struct stat st;
@@ -91,7 +91,7 @@ std::vector<std::string> Parents() {
   return out;
 }
 
-TEST_CASE("DirectWriter: every byte lands in order, whatever the sizes of the file and of the appends") {
+TEST_CASE("FlushBehindWriter: every byte lands in order, whatever the sizes of the file and of the appends") {
   const std::vector<size_t> file_sizes = {0,          1,          4095,          4096,         4097,
                                           kChunk - 1, kChunk,     kChunk + 1,    2 * kChunk + 4096,
                                           3 * kChunk + 12345};
@@ -115,7 +115,7 @@ TEST_CASE("DirectWriter: every byte lands in order, whatever the sizes of the fi
   }
 }
 
-TEST_CASE("DirectWriter: appends after Finish go on at the end") {
+TEST_CASE("FlushBehindWriter: appends after Finish go on at the end") {
   TempDir dir(".");
   REQUIRE(dir.ok());
   const std::string path = dir.File("twice");
@@ -123,10 +123,9 @@ TEST_CASE("DirectWriter: appends after Finish go on at the end") {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
   {
-    DirectWriter w(fd, path);
+    FlushBehindWriter w(fd, path);
     REQUIRE(w.Append(a).ok());
     REQUIRE(w.Finish().ok());
-    CHECK_EQ(::fcntl(fd, F_GETFL) & O_DIRECT, 0);  // a buffered tail was written
     REQUIRE(w.Append(b).ok());
     REQUIRE(w.Finish().ok());
     CHECK_EQ(w.position(), a.size() + b.size());
@@ -137,58 +136,52 @@ TEST_CASE("DirectWriter: appends after Finish go on at the end") {
   CHECK(ReadFile(path) == want);
 }
 
-TEST_CASE("DirectWriter uses O_DIRECT for whole chunks where the filesystem takes it") {
+TEST_CASE("FlushBehindWriter drops each step from the cache once the step after next is written") {
   TempDir dir(".");
   REQUIRE(dir.ok());
-  const std::string probe = dir.File("probe");
-  int pfd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0644);
-  if (pfd < 0) return;  // this filesystem has no direct I/O: the first test covers the fallback
-  ::close(pfd);
-  const std::string path = dir.File("direct");
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  REQUIRE(fd >= 0);
-  std::vector<std::byte> data = Pattern(2 * kChunk + 1, 5);
-  {
-    DirectWriter w(fd, path);
-    REQUIRE(w.Append(data).ok());
-    // The second hand-off waited for the first chunk's write, so the flag is set.
-    CHECK_NE(::fcntl(fd, F_GETFL) & O_DIRECT, 0);
-    REQUIRE(w.Finish().ok());
-    CHECK_EQ(::fcntl(fd, F_GETFL) & O_DIRECT, 0);
+  constexpr uint64_t kStep = FlushBehindWriter::kFlushBytes;
+  // Steps end at 1, 2 and 3 x kStep: the third waits for and drops the first.
+  for (uint64_t size : {2 * kStep + 1, 3 * kStep + 5, 4 * kStep}) {
+    CAPTURE(size);
+    const std::string path = dir.File("flushed" + std::to_string(size));
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    std::vector<std::byte> data = Pattern(static_cast<size_t>(size), 5);
+    {
+      FlushBehindWriter w(fd, path);
+      REQUIRE(w.Append(data).ok());
+      REQUIRE(w.Finish().ok());
+      CHECK_EQ(w.dropped_bytes(), size < 3 * kStep ? 0 : (size / kStep - 2) * kStep);
+    }
+    REQUIRE(::close(fd) == 0);
+    CHECK(ReadFile(path) == data);
   }
-  REQUIRE(::close(fd) == 0);
-  CHECK(ReadFile(path) == data);
 }
 
-TEST_CASE("DirectWriter goes on through the cache where O_DIRECT is refused") {
-  // /dev/null refuses O_DIRECT in fcntl (EINVAL), as filesystems without
-  // direct I/O do; every byte must still be written, without an error.
+TEST_CASE("FlushBehindWriter writes through the cache alone where write-back cannot be started") {
+  // /dev/null refuses sync_file_range (ESPIPE or EINVAL): every byte must
+  // still be written, without an error, and nothing is dropped.
   int fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;  // no /dev/null in this sandbox
-  const int refused = ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_DIRECT);
-  if (refused == 0) {  // this kernel takes it: nothing to test here
-    ::close(fd);
-    return;
-  }
   {
-    DirectWriter w(fd, "/dev/null");
-    std::vector<std::byte> data = Pattern(3 * kChunk + 777, 6);
+    FlushBehindWriter w(fd, "/dev/null");
+    std::vector<std::byte> data = Pattern(3 * FlushBehindWriter::kFlushBytes + 777, 6);
     REQUIRE(w.Append(data).ok());
     REQUIRE(w.Append(std::span<const std::byte>(data.data(), 5)).ok());
     REQUIRE(w.Finish().ok());
     CHECK_EQ(w.position(), data.size() + 5);
+    CHECK_EQ(w.dropped_bytes(), 0u);
   }
-  CHECK_EQ(::fcntl(fd, F_GETFL) & O_DIRECT, 0);
   ::close(fd);
 }
 
-TEST_CASE("DirectWriter: a failed write is returned, names the file, and is returned again after") {
+TEST_CASE("FlushBehindWriter: a failed write is returned, names the file, and is returned again after") {
   // /dev/full takes no byte: every write fails with ENOSPC.
   int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;  // no /dev/full in this sandbox
   for (size_t first : {size_t{10}, 2 * kChunk + 1}) {
     CAPTURE(first);
-    DirectWriter w(fd, "out.bin");
+    FlushBehindWriter w(fd, "out.bin");
     std::vector<std::byte> data = Pattern(first, 3);
     Status s = w.Append(data);
     if (s.ok()) s = w.Append(data);
@@ -204,14 +197,14 @@ TEST_CASE("DirectWriter: a failed write is returned, names the file, and is retu
   ::close(fd);
 }
 
-TEST_CASE("DirectWriter destroyed without Finish waits for its thread and leaves the descriptor open") {
+TEST_CASE("FlushBehindWriter destroyed without Finish waits for its thread and leaves the descriptor open") {
   TempDir dir(".");
   REQUIRE(dir.ok());
   const std::string path = dir.File("dropped");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   REQUIRE(fd >= 0);
   {
-    DirectWriter w(fd, path);
+    FlushBehindWriter w(fd, path);
     REQUIRE(w.Append(Pattern(3 * kChunk + 1, 4)).ok());
   }
   CHECK_EQ(::fcntl(fd, F_GETFD) >= 0, true);
