@@ -72,12 +72,14 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   // checks of the folder OUT (output/folder.h CheckFolderOutput) and for
   // --part, which divides the output shards by their planned bytes.
   std::vector<ShrinkReport> planned;
+  std::vector<io::ReadPlan> shard_reads;  // each shard's, planned with it
   output::PartFiles& out_files = report.parts;
   {
     ShrinkOptions plan_only = options;
     plan_only.dry_run = true;
     plan_only.verify = false;
     for (const std::string& shard : shards) {
+      plan_only.read_plan = &shard_reads.emplace_back();
       ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shard, target_of(shard), plan_only));
       out_files.paths.push_back(target_of(shard));
       out_files.bytes.push_back(r.output_file_bytes);
@@ -85,6 +87,12 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     }
   }
   ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, out_files));
+  if (options.read_plan != nullptr)
+    for (size_t k = 0; k < shard_reads.size(); ++k)
+      if (out_files.write[k])
+        options.read_plan->Append(shard_reads[k]);
+  ShrinkOptions writing = options;
+  writing.read_plan = nullptr;
   // The index: its weight_map, and total_size = the nbytes of every name in
   // it (tied names counted per name), from the planned shards.
   output::FolderTail tail;
@@ -166,7 +174,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
       if (options.file_done) options.file_done(report.shards.back(), false);
       continue;
     }
-    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), options));
+    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), writing));
     if (!in_place && part.kind == output::PartSpec::Kind::kAll) rollback.Committed(target_of(shards[k]));
     report.shards.push_back(std::move(r));
     if (options.file_done) options.file_done(report.shards.back(), false);
