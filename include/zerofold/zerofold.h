@@ -140,6 +140,21 @@ ZF_EXPORT void zf_free(void* p) ZF_NOEXCEPT;
  * not change or destroy the options handle in use. */
 typedef int (*zf_progress_fn)(void* user, const char* phase, uint64_t done, uint64_t total);
 
+/* A read plan: the byte ranges of its inputs a shrink, convert or merge
+ * reads for tensor data, in the order it reads them, adjacent and
+ * overlapping ranges of one file merged, so that a caller whose bytes are
+ * remote can fetch them ahead in a few large ranged requests. `path` is the
+ * input's name as the call opens it (through a zf_env's inputs, or the
+ * operating system's), valid during the call. A stored zip record gives
+ * the bytes its tensors span, a deflated one all its compressed bytes; a
+ * file copied unchanged is read whole. Metadata (zip end records, central
+ * directory and local headers, pickles, safetensors headers, DCP
+ * .metadata, index files) is read before the plan exists and is not in it.
+ * Called once per range after the call has planned (also on a dry run,
+ * which reads no tensor data), before it returns; a nonzero return stops
+ * the call with ZF_CANCELLED. */
+typedef int (*zf_read_fn)(void* user, const char* path, uint64_t offset, uint64_t length);
+
 /* ---- The caller's bytes: inputs and outputs through callbacks ---------- */
 
 /* By default every call reads and writes the operating system's files. A
@@ -321,6 +336,9 @@ ZF_EXPORT void zf_shrink_options_set_env(zf_shrink_options* options, const zf_en
 /* Progress reports (phase "shrink" or "convert"); fn NULL turns them off
  * (the default). A nonzero return stops the call (ZF_CANCELLED). */
 ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+/* The read plan (zf_read_fn) of zf_shrink and zf_convert; fn NULL (the
+ * default) turns it off. With a part: the reads of the files it writes. */
+ZF_EXPORT void zf_shrink_options_set_read_plan(zf_shrink_options* options, zf_read_fn fn, void* user) ZF_NOEXCEPT;
 /* One part of a folder OUT, or its finish (--part; the contract is the
  * "Parts" comment below): `part` is "I/N" (I from 0 to N-1) or "finish",
  * the text the CLI takes; NULL or "" (the default) writes the whole output
@@ -461,6 +479,9 @@ ZF_EXPORT void zf_merge_options_set_env(zf_merge_options* options, const zf_env*
 /* Progress reports (phases "merge", then "verify"); fn NULL turns them off.
  * A nonzero return stops the call (ZF_CANCELLED). */
 ZF_EXPORT void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+/* The read plan (zf_read_fn) of zf_merge; fn NULL (the default) turns it
+ * off. With a part: the reads of the files it writes. */
+ZF_EXPORT void zf_merge_options_set_read_plan(zf_merge_options* options, zf_read_fn fn, void* user) ZF_NOEXCEPT;
 /* One part of a folder OUT, or its finish (--part; the contract is the
  * "Parts" comment above zf_shrink_report): "I/N" (I from 0 to N-1) or "finish"; NULL or "" (the
  * default) merges in one call. zf_merge refuses it for a file OUT.

@@ -46,8 +46,11 @@ Status Merge(const std::string& ckpt, const std::string& out, const zf_merge_opt
     options.progress = [&](const char* phase, uint64_t done, uint64_t total) {
       call.Progress(o.progress, o.progress_user, phase, done, total);
     };
+  io::ReadPlan reads;
+  if (o.reads != nullptr) options.read_plan = &reads;
   Result<merge::MergeReport> r = merge::MergeCheckpoint(call.env(), ckpt, out, options);
   if (!r.ok()) return call.Finish(r.status());
+  ZF_TRY(DeliverReads(reads, o.reads, o.reads_user));
   Fill(*r, options.part, report);
   return Status::OK();
 }

@@ -62,6 +62,17 @@ using zerofold::Result;
 using zerofold::Status;
 using zerofold::capi::Guard;
 
+namespace zerofold::capi {
+
+Status DeliverReads(const io::ReadPlan& plan, zf_read_fn fn, void* user) {
+  if (fn == nullptr) return Status::OK();
+  for (const io::ReadRange& r : plan.ranges())
+    if (fn(user, r.path.c_str(), r.offset, r.length) != 0) return Status::Cancelled("the read plan's callback stopped the call");
+  return Status::OK();
+}
+
+}  // namespace zerofold::capi
+
 extern "C" {
 
 // ---- zf_shrink_options ----
@@ -159,6 +170,12 @@ void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn f
   if (options == nullptr) return;
   options->progress = fn;
   options->progress_user = user;
+}
+
+void zf_shrink_options_set_read_plan(zf_shrink_options* options, zf_read_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->reads = fn;
+  options->reads_user = user;
 }
 
 // ---- zf_merge_options ----
@@ -280,6 +297,12 @@ void zf_merge_options_set_progress(zf_merge_options* options, zf_progress_fn fn,
   if (options == nullptr) return;
   options->progress = fn;
   options->progress_user = user;
+}
+
+void zf_merge_options_set_read_plan(zf_merge_options* options, zf_read_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->reads = fn;
+  options->reads_user = user;
 }
 
 }  // extern "C"

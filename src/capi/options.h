@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "io/read_plan.h"
 #include "merge/merge.h"
 #include "output/parts.h"
 #include "shrink/shrink.h"
@@ -27,6 +28,8 @@ struct zf_shrink_options {
   zerofold::output::PartSpec part;  // kAll unless set
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
+  zf_read_fn reads = nullptr;  // the read plan's receiver
+  void* reads_user = nullptr;
   const zf_env* env = nullptr;  // null: the operating system's files
 };
 
@@ -35,7 +38,17 @@ struct zf_merge_options {
   zerofold::merge::MergeOptions merge;
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
+  zf_read_fn reads = nullptr;  // the read plan's receiver
+  void* reads_user = nullptr;
   const zf_env* env = nullptr;  // null: the operating system's files
 };
+
+namespace zerofold::capi {
+
+// Hands each range of `plan` to `fn` (zf_read_fn); a nonzero return is
+// kCancelled. OK when fn is null.
+Status DeliverReads(const io::ReadPlan& plan, zf_read_fn fn, void* user);
+
+}  // namespace zerofold::capi
 
 #endif  // ZEROFOLD_CAPI_OPTIONS_H_

@@ -66,10 +66,13 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
     request.options.progress = [&](uint64_t done, uint64_t total) {
       call.Progress(o.progress, o.progress_user, phase, done, total);
     };
+  io::ReadPlan reads;
+  if (o.reads != nullptr) request.options.read_plan = &reads;
   Env* env = call.env();
   ZF_TRY(convert::CheckShrinkRequest(env, request, convert::kOptionWords));
   Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
   if (!outcome.ok()) return call.Finish(outcome.status());
+  ZF_TRY(DeliverReads(reads, o.reads, o.reads_user));
   if (outcome->converted) Add(*outcome->converted, request.part, report);
   for (const shrink::ShrinkReport& r : outcome->files) Add(r, report);
   return Status::OK();

@@ -12,6 +12,7 @@
 #include "cli/part_flag.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/shrink_convert.h"
 #include "cli/signals.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
@@ -247,7 +248,7 @@ void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_
 }
 
 void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const output::PartSpec& part,
-               const std::vector<std::string>& removed_temps) {
+               const std::vector<std::string>& removed_temps, const io::ReadPlan* reads) {
   const bool dcp = r.kind != merge::CheckpointKind::kZero;
   const bool megatron = r.kind == merge::CheckpointKind::kMegatron;
   w.BeginObject();
@@ -314,6 +315,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   w.String(merge::MergeFormatName(r.format));
   w.Key("dry_run");
   w.Bool(dry_run);
+  if (reads != nullptr) WriteReadsJson(w, *reads);
   w.Key("inputs");
   w.BeginArray();
   for (const std::string& f : r.input_files) w.String(f);
@@ -470,6 +472,9 @@ int RunMerge(const std::vector<std::string>& argv) {
   Progress& progress = *chosen;
   options.progress = [&](const char* phase, uint64_t done, uint64_t total) { progress.Update(std::string(phase) + " " + ckpt + " -> " + out, done, total); };
 
+  // A dry run's --json lists the reads the merge would make.
+  io::ReadPlan reads;
+  if (as_json && options.dry_run) options.read_plan = &reads;
   Result<merge::MergeReport> r = merge::MergeCheckpoint(CommandEnv(), ckpt, out, options);
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(CommandEnv());
@@ -480,7 +485,7 @@ int RunMerge(const std::vector<std::string>& argv) {
     for (const auto& [path, message] : r->warnings) PrintWarning(path, message);
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
-    WriteJson(w, *r, options.dry_run, options.part, removed_temps);
+    WriteJson(w, *r, options.dry_run, options.part, removed_temps, options.read_plan);
     Result<std::string> text = w.Finish();
     if (!text.ok()) {
       PrintError(text.status());

@@ -299,6 +299,9 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (in == io::kStdioName && isatty(0))
     return UsageError(command, "refusing to read binary data from a terminal; pipe the input or name a file");
   const bool quiet = args.Has("quiet");
+  // A dry run's --json lists the reads the run would make.
+  io::ReadPlan reads;
+  if (as_json && options.dry_run) options.read_plan = &reads;
   if (Result<output::PartSpec> part = ApplyPartFlag(args); part.ok()) request.part = *part;
   else return UsageError(command, part.status().message());
   Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
@@ -338,7 +341,8 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
     PrintConvertReport(*outcome->converted, request.part, options.dry_run, quiet || as_json, to_stdout);
-    if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run).c_str());
+    if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run,
+                                                     options.read_plan).c_str());
     return kExitOk;
   }
   const std::vector<shrink::ShrinkReport>& reports = outcome->files;
@@ -347,6 +351,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     w.BeginObject();
     w.Key("dry_run");
     w.Bool(options.dry_run);
+    if (options.read_plan != nullptr) WriteReadsJson(w, *options.read_plan);
     w.Key("files");
     w.BeginArray();
     for (const shrink::ShrinkReport& r : reports) WriteReportJson(w, r);

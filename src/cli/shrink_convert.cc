@@ -45,11 +45,31 @@ void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec&
                  static_cast<unsigned long long>(r.verified_bytes));
 }
 
-std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run) {
+void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads) {
+  w.Key("reads");
+  w.BeginArray();
+  for (const io::ReadRange& r : reads.ranges()) {
+    w.BeginObject();
+    w.Key("path");
+    w.String(r.path);
+    w.Key("offset");
+    w.Uint(r.offset);
+    w.Key("length");
+    w.Uint(r.length);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("read_bytes");
+  w.Uint(reads.bytes());
+}
+
+std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+                              const io::ReadPlan* reads) {
   json::Writer w = model::NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
   w.Bool(dry_run);
+  if (reads != nullptr) WriteReadsJson(w, *reads);
   model::WriteStringArray(w, "inputs", r.inputs);
   w.Key("input_bytes");
   w.Uint(r.input_bytes);

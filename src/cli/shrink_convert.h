@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "convert/convert.h"
+#include "io/read_plan.h"
 #include "json/writer.h"
 #include "output/parts.h"
 
@@ -24,9 +25,14 @@ void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec&
 // "verified_tensors": N, "verified_bytes": M (--verify's totals).
 void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes);
 
-// The --json document of a conversion.
+// "reads": [{"path", "offset", "length"}], "read_bytes": N: a dry run's
+// read plan (io/read_plan.h), in shrink's, convert's and merge's --json.
+void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads);
+
+// The --json document of a conversion; `reads` (a dry run's) when not null.
 // With --part, "parts" and "skipped" as merge has them (WritePartsJson).
-std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run);
+std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+                              const io::ReadPlan* reads);
 
 }  // namespace zerofold::cli
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/read_plan.h"
 #include "io/zstd_stream.h"
 #include "output/parts.h"
 #include "output/sharding.h"
@@ -60,6 +61,9 @@ struct ConvertOptions {
   size_t buffer_bytes = size_t{4} << 20;
   // Called with tensor bytes written so far and the total.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // When set, the tensor-data reads of the files this run writes are
+  // appended in the order it makes them (io/read_plan.h), also on a dry run.
+  io::ReadPlan* read_plan = nullptr;
   // --part (output/parts.h; folder output only, else kInvalidArgument): kPart
   // writes only its files (SelectPartFiles: those complete skipped, also
   // checked with verify), no index, nothing copied or removed; kFinish

@@ -132,6 +132,7 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
     convert.zstd = o.zstd;
     convert.buffer_bytes = o.buffer_bytes;
     convert.progress = o.progress;
+    convert.read_plan = o.read_plan;
     convert.part = r.part;
     convert.force = r.force;
     ZF_ASSIGN_OR_RETURN(ConvertReport report, to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)

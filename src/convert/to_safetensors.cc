@@ -375,6 +375,17 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   for (size_t k = 0; k < n; ++k)
     if (part_files.write[k])
       for (const Item* it : planned[k].by_spec) to_write += it->nbytes;
+  if (options.read_plan != nullptr) {
+    for (size_t k = 0; k < n; ++k) {
+      if (!part_files.write[k]) continue;
+      for (const safetensors::PlannedTensor& planned_tensor : planned[k].layout.tensors) {
+        const Item& item = *planned[k].by_spec[planned_tensor.input_index];
+        const Input& in = inputs[item.input];
+        const torch::Tensor& t = in.ckpt.tensors[item.tensor];
+        gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, options.read_plan);
+      }
+    }
+  }
   FileWriter writer(inputs, options, to_write);
   output::OutputRollback rollback(env);
   // finish writes no checkpoint file: OUT holds the parts' files already.

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "gather/plan.h"
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
 #include "model/select.h"
@@ -66,6 +67,9 @@ Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, 
   contents.data_pkl = pkl;
   contents.storages = records;
   contents.extras = extras;
+  if (options.read_plan != nullptr)
+    for (const plan::OutputStorage& o : plan.storages)
+      gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, in.path, options.read_plan);
   if (options.dry_run) return torch::TorchArchiveSize(contents);
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
   torch::StorageSources sources(*in.src);
@@ -96,6 +100,7 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   shrink.dry_run = options.dry_run;
   shrink.buffer_bytes = options.buffer_bytes;
   shrink.progress = options.progress;
+  shrink.read_plan = options.read_plan;
   shrink.dtype = options.dtype;
   shrink.select = options.select;
   shrink.only = options.only;
@@ -138,6 +143,9 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   const output::PartSpec& part = options.part;
   ConvertOptions plan_only = options;
   plan_only.dry_run = true;
+  // Each file's reads, planned with it; those of the files this run writes
+  // go to options.read_plan.
+  std::vector<io::ReadPlan> file_reads;
   // Every file is planned first (exact sizes): the checks of the folder OUT
   // (output/folder.h CheckFolderOutput) and the parts need them.
   output::PartFiles files;
@@ -163,6 +171,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   auto nowhere = [](uint64_t) {};
   if (n <= 1) {
     // One file, as ShrinkFile writes it.
+    plan_only.read_plan = &file_reads.emplace_back();
     ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, plan_only));
     files.paths = {report.files[0].path};
     files.bytes = {report.files[0].bytes};
@@ -187,6 +196,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       // Each shard planned on a copy of the checkpoint: writing retargets its tensors.
       torch::Checkpoint copy = ckpt;
       ZF_TRY(select_shard(copy, k));
+      plan_only.read_plan = &file_reads.emplace_back();
       Result<uint64_t> size = WriteShard(env, in, copy, files.paths[k], extras, plan_only, copier, nowhere);
       if (!size.ok()) return Status(size.status()).WithPath(input);
       files.bytes.push_back(*size);
@@ -207,6 +217,12 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   ZF_TRY(output::CheckFolderOutput(env, output, {input}, part, files, tail, options.force, options.dry_run,
                                    &tail_in_place));
   if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
+  if (options.read_plan != nullptr)
+    for (size_t k = 0; k < file_reads.size() && k < files.write.size(); ++k)
+      if (files.write[k])
+        options.read_plan->Append(file_reads[k]);
+  ConvertOptions writing = options;
+  writing.read_plan = nullptr;
   if (options.dry_run) {
     if (n > 1) {
       for (size_t k = 0; k < n; ++k) report.files.push_back({files.paths[k], files.bytes[k], plan.shards[k].size()});
@@ -219,7 +235,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   if (part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
   if (n <= 1) {
     if (files.write[0]) {
-      ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, options));
+      ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, writing));
       if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[0]);
       if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
     }
@@ -236,7 +252,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       uint64_t size = files.bytes[k];
       if (files.write[k]) {
         ZF_TRY(select_shard(ckpt, k));
-        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, options, copier, wrote);
+        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote);
         if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
         size = *wrote_size;
         if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[k]);

@@ -168,6 +168,14 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     ZF_TRY(output::CheckFolderOutput(env, out, inputs, part, part_files, tail, options.force, options.dry_run,
                                      &tail_in_place));
   }
+  if (options.read_plan != nullptr) {
+    for (size_t k = 0; k < report->files.size(); ++k) {
+      if (!part_files.write[k]) continue;
+      const std::vector<size_t>& tensors =
+          report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
+      for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], options.read_plan);
+    }
+  }
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
 

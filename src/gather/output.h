@@ -22,6 +22,7 @@
 
 #include "gather/layout.h"
 #include "gather/plan.h"
+#include "io/read_plan.h"
 #include "output/parts.h"
 #include "output/sharding.h"
 #include "torch/checkpoint.h"
@@ -55,6 +56,10 @@ struct OutputOptions {
   // Called with tensor bytes written so far and the total, at most once
   // per buffer; phase is "merge" or "verify".
   std::function<void(const char* phase, uint64_t done, uint64_t total)> progress;
+  // When set, the tensor-data reads of the files this run writes are
+  // appended, in the order the writer makes them (io/read_plan.h), also on
+  // a dry run, which reads none.
+  io::ReadPlan* read_plan = nullptr;
   // --part (output/parts.h), folder OUT only. A part writes only the files
   // assigned to it, skips those already present with their planned size
   // (without force), and writes no index; kFinish checks every file is

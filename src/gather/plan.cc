@@ -45,6 +45,36 @@ void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piec
   p->data_offset = 0;
 }
 
+void AddPieceReads(const Piece& p, const std::string& path, io::ReadPlan* plan) {
+  switch (p.transform) {
+    case Transform::kNone: {
+      Result<torch::ByteRange> extent =
+          torch::ExtentOf(p.sizes, p.strides, p.view_offset, torch::Info(p.dtype).itemsize);
+      if (extent.ok()) plan->Add(path, p.data_offset + extent->begin, extent->end - extent->begin);
+      return;
+    }
+    case Transform::kDeflate:
+      plan->Add(path, p.deflated.data_offset, p.deflated.compressed_size);
+      return;
+    case Transform::kZstd:
+      plan->Add(path, p.frame_offset, p.frame_length);
+      return;
+  }
+}
+
+void AddStorageReads(const torch::Storage& storage, uint64_t begin, uint64_t end, const std::string& path,
+                     io::ReadPlan* plan) {
+  if (storage.method == 0) {
+    plan->Add(path, storage.data_offset + begin, end - begin);
+  } else if (begin < end) {
+    plan->Add(path, storage.data_offset, storage.compressed_size);
+  }
+}
+
+void AddTensorReads(const GatherPlan& plan_of, const GatherTensor& tensor, io::ReadPlan* plan) {
+  for (const Piece& p : tensor.pieces) AddPieceReads(p, plan_of.sources[p.file].path, plan);
+}
+
 uint64_t NumelOf(std::span<const int64_t> shape) {
   uint64_t n = 1;
   for (int64_t d : shape) n *= static_cast<uint64_t>(d);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "io/read_plan.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zerofold/env.h"
@@ -99,6 +100,23 @@ struct GatherPlan {
 // storage_nbytes, transform and deflated; the box, dtype and view are the
 // caller's.
 void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piece* p);
+
+// Appends to `plan` the bytes of `path` (the piece's file) a PieceReader
+// reads for `p`: the view's byte extent in the storage (Transform::kNone),
+// the whole compressed record (kDeflate: inflated from its start, read to
+// its end for the CRC-32) or the whole zstd frame (kZstd).
+// REQUIRES: CheckPieceView(p) passed.
+void AddPieceReads(const Piece& p, const std::string& path, io::ReadPlan* plan);
+
+// Appends the bytes a reader of storage bytes [begin, end) of `storage`
+// (of a checkpoint read from `path`, located) reads: those bytes of a
+// stored record, or the whole compressed record of a deflated one.
+void AddStorageReads(const torch::Storage& storage, uint64_t begin, uint64_t end, const std::string& path,
+                     io::ReadPlan* plan);
+
+// AddPieceReads for each piece of `tensor`, in plan order (the assembler
+// reads the pieces' rows in turn; their ranges are listed piece by piece).
+void AddTensorReads(const GatherPlan& plan_of, const GatherTensor& tensor, io::ReadPlan* plan);
 
 // Elements of a shape: the product of its sizes (1 for a scalar).
 // REQUIRES: the planner checked the shape (non-negative, no overflow).

@@ -7,6 +7,28 @@
 
 namespace zerofold::gather {
 
+namespace {
+
+// The piece Gather reads: the whole view, in its storage.
+Piece ViewPiece(const torch::Storage& storage, const torch::Tensor& view) {
+  Piece piece;
+  piece.offsets.assign(view.shape.size(), 0);
+  piece.sizes = view.shape;
+  piece.dtype = view.dtype;
+  PlaceInStorage(storage, 0, &piece);
+  piece.view_offset = view.storage_offset;
+  piece.strides = view.stride;
+  return piece;
+}
+
+}  // namespace
+
+void AddViewReads(const torch::Storage& storage, const torch::Tensor& view, const std::string& path,
+                  io::ReadPlan* plan) {
+  if (view.numel() == 0) return;
+  AddPieceReads(ViewPiece(storage, view), path, plan);
+}
+
 Gatherer::Gatherer(size_t buffer_bytes)
     : buffer_bytes_(std::max<size_t>(buffer_bytes, 64)), out_(buffer_bytes_) {}
 
@@ -17,13 +39,7 @@ Status Gatherer::Gather(const RandomSource& file, const torch::Storage& storage,
   if (torch::ElementBits(view.dtype) % 8 != 0)
     return Status::Unsupported("cannot gather packed " + std::string(torch::Info(view.dtype).name) + " elements")
         .WithRecord(view.name);
-  gather::Piece piece;
-  piece.offsets.assign(view.shape.size(), 0);
-  piece.sizes = view.shape;
-  piece.dtype = view.dtype;
-  PlaceInStorage(storage, 0, &piece);
-  piece.view_offset = view.storage_offset;
-  piece.strides = view.stride;
+  const gather::Piece piece = ViewPiece(storage, view);
   const gather::SourceFile source{file.name(), &file};
   if (window_.bytes == nullptr) window_ = WindowPool().Take(buffer_bytes_);
   gather::PieceReader reader(piece, source, window_.span(), &records_);

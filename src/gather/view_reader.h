@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gather/piece_reader.h"
+#include "io/read_plan.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
 #include "zerofold/status.h"
@@ -30,6 +31,11 @@ using EmitChunk = std::function<Status(std::span<const std::byte>)>;
 // stay open across Gathers (zip::OpenEntries), so views read in storage
 // order inflate each record forward once.
 // Not thread-safe; one Gatherer per thread.
+// Appends the bytes Gatherer::Gather reads for `view` of `storage`, of a
+// checkpoint read from `path` (AddPieceReads of the piece it builds).
+void AddViewReads(const torch::Storage& storage, const torch::Tensor& view, const std::string& path,
+                  io::ReadPlan* plan);
+
 class Gatherer {
  public:
   explicit Gatherer(size_t buffer_bytes);

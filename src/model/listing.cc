@@ -151,7 +151,11 @@ Result<Listing> ListFile(Env* env, const std::string& path, const ListOptions& o
     if (!file.ok()) return Status(file.status()).WithPath(path);
     return ListSafetensors(*file, path);
   }
-  Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(*src, options.torch);
+  // A listing needs no storage offsets: no storage record's local header
+  // is read (a few reads for a whole archive, over a remote source).
+  torch::ReadOptions read = options.torch;
+  read.locate_records = false;
+  Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(*src, read);
   if (!ckpt.ok()) return Status(ckpt.status()).WithPath(path);
   return ListCheckpoint(*ckpt, path);
 }

@@ -83,7 +83,8 @@ struct ListOptions {
 // Lists a torch checkpoint already read.
 Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path);
 
-// Opens and lists one file. Errors carry the path.
+// Opens and lists one file, reading no storage record (torch::ReadOptions::
+// locate_records false). Errors carry the path.
 Result<Listing> ListFile(Env* env, const std::string& path, const ListOptions& options = {});
 
 }  // namespace zerofold::model

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gather/plan.h"
 #include "model/checkpoint_file.h"
 #include "output/target.h"
 #include "plan/shrink_plan.h"
@@ -123,7 +124,19 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   // stored or deflated, or legacy) into torch output; a safetensors input
   // is always converted.
   const bool torch_input = read->format != model::FileFormat::kSafetensors;
-  if (IsPlainShrink(options) && torch_input && report.output_file_bytes >= report.input_file_bytes) {
+  const bool copy_unchanged =
+      IsPlainShrink(options) && torch_input && report.output_file_bytes >= report.input_file_bytes;
+  if (options.read_plan != nullptr) {
+    if (copy_unchanged) {
+      for (const torch::Storage& s : input_storages)
+        gather::AddStorageReads(s, 0, s.nbytes, input, options.read_plan);
+      options.read_plan->Add(input, 0, src->size());
+    } else {
+      for (const plan::OutputStorage& o : plan.storages)
+        gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, input, options.read_plan);
+    }
+  }
+  if (copy_unchanged) {
     // A deflated storage record is inflated and CRC-checked before it is
     // copied, as a rewrite checks it: corrupt input is never passed on.
     if (!options.dry_run && !input_storages.empty()) {

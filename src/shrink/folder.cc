@@ -72,6 +72,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   // checks of the folder OUT (output/folder.h CheckFolderOutput) and for
   // --part, which divides the output shards by their planned bytes.
   std::vector<ShrinkReport> planned;
+  std::vector<io::ReadPlan> shard_reads;  // each shard's, planned with it
   output::PartFiles& out_files = report.parts;
   {
     ShrinkOptions plan_only = options;
@@ -79,6 +80,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     plan_only.verify = false;
     plan_only.only_none_ok = true;  // a shard may hold none of --only's names; the folder must not
     for (const std::string& shard : shards) {
+      plan_only.read_plan = &shard_reads.emplace_back();
       ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shard, target_of(shard), plan_only));
       out_files.paths.push_back(target_of(shard));
       out_files.bytes.push_back(r.output_file_bytes);
@@ -88,9 +90,14 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   if (!options.only.empty() &&
       std::all_of(planned.begin(), planned.end(), [](const ShrinkReport& r) { return r.tensors == 0; }))
     return Status::InvalidArgument("--only matches no tensor of the folder's shards").WithPath(input);
-  ShrinkOptions shard_options = options;
+  ShrinkOptions shard_options = options;  // each shard as written: no plan (the folder planned above)
   shard_options.only_none_ok = true;
+  shard_options.read_plan = nullptr;
   ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, out_files));
+  if (options.read_plan != nullptr)
+    for (size_t k = 0; k < shard_reads.size(); ++k)
+      if (out_files.write[k])
+        options.read_plan->Append(shard_reads[k]);
   // The index: its weight_map, and total_size = the nbytes of every name in
   // it (tied names counted per name), from the planned shards.
   output::FolderTail tail;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/read_plan.h"
 #include "io/zstd_stream.h"
 #include "model/listing.h"
 #include "output/parts.h"
@@ -60,6 +61,11 @@ struct ShrinkOptions {
   std::function<void(const ShrinkReport& report, bool skipped)> file_done;
   // Compression of ".zst" outputs and limits for ".zst" inputs.
   io::ZstdOptions zstd;
+  // When set, ShrinkFile and ShrinkFolder append the tensor-data reads of
+  // what they write, in the order they make them (io/read_plan.h), also on
+  // a dry run; a copy unchanged reads the whole file. ShrinkStream ignores
+  // it (a stream is read once, front to back).
+  io::ReadPlan* read_plan = nullptr;
 };
 
 struct ShrinkReport {

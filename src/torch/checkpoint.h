@@ -56,7 +56,11 @@ struct Storage {
   uint64_t nbytes = 0;      // declared size in bytes (numel x itemsize; untyped: numel)
   std::string location;     // "cpu", "cuda:0", ...
   std::string record;       // "archive/data/0", or "storage KEY" for legacy input
-  uint64_t data_offset = 0; // absolute offset of the first byte in the file
+  // Absolute offset of the first byte in the file; zip::kUnlocated for a
+  // zip record read with ReadOptions::locate_records false.
+  uint64_t data_offset = 0;
+  uint64_t header_offset = 0;  // zip: the record's local header
+  uint64_t room_end = 0;       // zip: where the record's room ends (zip::Entry::room_end)
   uint64_t record_size = 0; // bytes available in the record (>= nbytes), uncompressed
   // How the record's bytes lie at data_offset: zip method 0 (stored; legacy
   // records too) or 8 (deflated, compressed_size bytes whose inflated CRC-32
@@ -135,6 +139,11 @@ struct ReadOptions {
   uint64_t max_graph_visits = 1ull << 22;
   // Steps in one tensor's path; more is kLimit. Raise with --max-path-depth.
   uint32_t max_path_depth = 10000;
+  // zip: read the local header (zip::LocateEntry) of each storage record
+  // and each other record, so that Storage::data_offset is known and a bad
+  // local header is refused here. false (listings, which need no offsets):
+  // they stay zip::kUnlocated and no byte of a storage record is read.
+  bool locate_records = true;
 };
 
 // Sets the limit the CLI flag `name` names (without "--"):

@@ -5,7 +5,9 @@ namespace zerofold::torch {
 zip::Entry RecordEntry(const Storage& s) {
   zip::Entry e;
   e.name = s.record;
+  e.header_offset = s.header_offset;
   e.data_offset = s.data_offset;
+  e.room_end = s.room_end;
   e.size = s.record_size;
   e.crc32 = s.crc32;
   e.method = s.method;

@@ -1,6 +1,8 @@
 #include "torch/zip_checkpoint.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/cursor.h"
@@ -29,7 +31,8 @@ Status RejectTorchScript(const zip::Archive& ar) {
   return Status::OK();
 }
 
-Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& e) {
+Result<bool> ReadByteOrder(const RandomSource& src, const zip::Entry& listed) {
+  ZF_ASSIGN_OR_RETURN(const zip::Entry e, zip::LocateEntry(src, listed));
   if (e.size > kMaxByteOrderBytes)
     return Status::Corrupt("byteorder record has " + std::to_string(e.size) + " bytes, expected \"little\" or \"big\"")
         .WithRecord(e.name)
@@ -74,6 +77,9 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
   zip::Archive ar = std::move(read).value();
   ZF_TRY(RejectTorchScript(ar));
   if (ar.top_folder.empty()) {
+    // A name that leaves the top folder may be one the local header
+    // contradicts: that is the more precise error.
+    if (!ar.entries.empty()) ZF_TRY(zip::LocateEntry(src, ar.entries[0]).status());
     std::string first = ar.entries.empty() ? "" : ar.entries[0].name;
     return Status::Corrupt(ar.entries.empty() ? "the archive has no records"
                                               : "the archive's records do not share one top folder")
@@ -85,8 +91,10 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
   ckpt.zip_records = ar.entries.size();
   for (const zip::Entry& e : ar.entries) ckpt.deflated_records += e.deflated();
   std::string pkl_name = ar.top_folder + "/" + std::string(kDataPickleRecord);
-  const zip::Entry* pkl = ar.Find(kDataPickleRecord);
-  if (!pkl) return Status::Corrupt("the archive has no " + pkl_name).WithRecord(pkl_name);
+  const zip::Entry* listed_pkl = ar.Find(kDataPickleRecord);
+  if (!listed_pkl) return Status::Corrupt("the archive has no " + pkl_name).WithRecord(pkl_name);
+  ZF_ASSIGN_OR_RETURN(const zip::Entry located_pkl, zip::LocateEntry(src, *listed_pkl));
+  const zip::Entry* pkl = &located_pkl;
   if (pkl->size > options.max_pickle_bytes)
     return Status::Limit(pkl_name + " has " + std::to_string(pkl->size) + " bytes, more than " +
                          std::to_string(options.max_pickle_bytes) + " (--max-pickle-bytes)")
@@ -122,7 +130,12 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
     if (rel == kByteOrderRecord) {
       ZF_ASSIGN_OR_RETURN(ckpt.big_endian, ReadByteOrder(src, e));
     }
-    ckpt.other_records.push_back(e);
+    if (options.locate_records) {
+      ZF_ASSIGN_OR_RETURN(zip::Entry located, zip::LocateEntry(src, e));
+      ckpt.other_records.push_back(std::move(located));
+    } else {
+      ckpt.other_records.push_back(e);
+    }
   }
 
 Result<Recognized> rec =
@@ -134,18 +147,32 @@ Result<Recognized> rec =
   ckpt.storages = std::move(rec->storages);
   ckpt.tensors = std::move(rec->tensors);
 
+  // Storage records in file order, so that their local headers are read
+  // front to back.
+  std::vector<std::pair<const zip::Entry*, Storage*>> records;
   for (Storage& s : ckpt.storages) {
     std::string relative = std::string(kDataFolder) + s.key;
     s.record = ar.top_folder + "/" + relative;
     const zip::Entry* e = ar.Find(relative);
     if (!e)
       return Status::Corrupt("storage '" + s.key + "' has no record " + s.record).WithRecord(s.record);
+    records.emplace_back(e, &s);
+  }
+  std::sort(records.begin(), records.end(),
+            [](const auto& a, const auto& b) { return a.first->header_offset < b.first->header_offset; });
+  for (auto [listed, storage] : records) {
+    Storage& s = *storage;
+    Result<zip::Entry> located = options.locate_records ? zip::LocateEntry(src, *listed) : *listed;
+    if (!located.ok()) return located.status();
+    const zip::Entry* e = &*located;
     // Never zero-fill: a short record means the file lost data.
     if (e->size < s.nbytes)
       return Status::Corrupt("record " + s.record + " has " + std::to_string(e->size) + " bytes, storage declares " +
                              std::to_string(s.nbytes))
           .WithRecord(s.record)
-          .WithOffset(e->data_offset);
+          .WithOffset(e->located() ? e->data_offset : e->header_offset);
+    s.header_offset = e->header_offset;
+    s.room_end = e->room_end;
     s.data_offset = e->data_offset;
     s.record_size = e->size;
     s.method = e->method;

@@ -35,21 +35,30 @@ class SpanSource final : public RandomSource {
   std::string name_ = "<memory>";
 };
 
-// Bytes read past a local header's name in the first read, enough for
-// torch's alignment field (at most 4 + 63) and a zip64 block (4 + 24).
+// Bytes read past a local header's name, so that a coalescing source
+// (io/coalescing_source.h) fetching the header also holds torch's
+// alignment field (at most 4 + 63 bytes) and a zip64 block (4 + 24).
 constexpr uint64_t kExtraGuess = 128;
 
-// Reads the local header of `c`, checks it against the central entry and
-// returns the entry with its data offset. Everything must lie before the
-// central directory at `cd_offset`.
-Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, uint64_t cd_offset) {
-  if (!io::RangeInside(c.header_offset, kLocalFileHeaderSize, cd_offset)) {
-    return Status::Corrupt("local header offset " + std::to_string(c.header_offset) +
-                           " leaves no room for a local header before the central directory at " +
-                           std::to_string(cd_offset))
-        .WithOffset(c.offset);
+// Checks that a local header fits at c.header_offset before the central
+// directory at `cd_offset`.
+Status CheckHeaderOffset(const CentralEntry& c, uint64_t cd_offset) {
+  if (io::RangeInside(c.header_offset, kLocalFileHeaderSize, cd_offset)) return Status::OK();
+  return Status::Corrupt("local header offset " + std::to_string(c.header_offset) +
+                         " leaves no room for a local header before the central directory at " +
+                         std::to_string(cd_offset))
+      .WithOffset(c.offset)
+      .WithRecord(c.name);
+}
+
+Result<Entry> ReadLocalHeader(const RandomSource& src, const Entry& c) {
+  if (!io::RangeInside(c.header_offset, kLocalFileHeaderSize, c.room_end)) {
+    return Status::Corrupt("local header at " + std::to_string(c.header_offset) +
+                           " does not fit before the next local header or the central directory at " +
+                           std::to_string(c.room_end))
+        .WithOffset(c.header_offset);
   }
-  const uint64_t room = cd_offset - c.header_offset;
+  const uint64_t room = c.room_end - c.header_offset;
   std::vector<std::byte> buf(static_cast<size_t>(
       std::min<uint64_t>(room, kLocalFileHeaderSize + c.name.size() + kExtraGuess)));
   ZF_TRY(ReadExactAt(src, c.header_offset, buf));
@@ -64,8 +73,8 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, ui
   if (h.total_size() > room) {
     return Status::Corrupt("local header with a " + std::to_string(h.name_length) + "-byte name and " +
                            std::to_string(h.extra_length) +
-                           "-byte extra field runs into the central directory at " +
-                           std::to_string(cd_offset))
+                           "-byte extra field runs into the next local header or the central directory at " +
+                           std::to_string(c.room_end))
         .WithOffset(c.header_offset + kLocalNameLengthOffset);
   }
   const std::string_view local_name(reinterpret_cast<const char*>(buf.data()) + kLocalFileHeaderSize,
@@ -76,19 +85,13 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const CentralEntry& c, ui
                            ", the central directory " + Quote(c.name))
         .WithOffset(c.header_offset + kLocalFileHeaderSize);
   }
-  Entry e;
-  e.name = c.name;
-  e.header_offset = c.header_offset;
+  Entry e = c;
   e.data_offset = c.header_offset + h.total_size();
-  e.size = c.size;
-  e.crc32 = c.crc32;
-  e.method = c.method;
-  e.compressed_size = c.compressed_size;
-  if (!io::RangeInside(e.data_offset, e.compressed_size, cd_offset)) {
+  if (!io::RangeInside(e.data_offset, e.compressed_size, c.room_end)) {
     return Status::Corrupt("entry data (" + std::to_string(e.compressed_size) + " bytes at " +
                            std::to_string(e.data_offset) +
-                           ") runs past the start of the central directory at " +
-                           std::to_string(cd_offset))
+                           ") runs past the next local header or the central directory at " +
+                           std::to_string(c.room_end))
         .WithOffset(e.data_offset);
   }
   return e;
@@ -109,22 +112,24 @@ Status CheckNoDuplicates(const std::vector<CentralEntry>& central) {
   return Status::OK();
 }
 
-// Each entry spans its local header and data; no two spans may share a byte.
-Status CheckNoOverlaps(const std::vector<Entry>& entries) {
+// Gives each entry its room: up to the next local header in file order, or
+// the central directory. Two entries at one local header offset are
+// corrupt (the second in file order has no room).
+Status AssignRooms(std::vector<Entry>& entries, const std::vector<CentralEntry>& central, uint64_t cd_offset) {
   std::vector<size_t> order(entries.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return entries[a].header_offset < entries[b].header_offset;
   });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const Entry& prev = entries[order[k - 1]];
-    const Entry& next = entries[order[k]];
-    const uint64_t prev_end = prev.data_offset + prev.compressed_size;  // checked inside the file
-    if (next.header_offset < prev_end) {
-      return Status::Corrupt("entry overlaps entry " + Quote(prev.name) + ", which spans [" +
-                             std::to_string(prev.header_offset) + ", " + std::to_string(prev_end) + ")")
-          .WithOffset(next.header_offset)
-          .WithRecord(next.name);
+  for (size_t k = 0; k < order.size(); ++k) {
+    Entry& e = entries[order[k]];
+    e.room_end = k + 1 < order.size() ? entries[order[k + 1]].header_offset : cd_offset;
+    if (k > 0 && entries[order[k - 1]].header_offset == e.header_offset) {
+      const size_t first = std::min(order[k - 1], order[k]), second = std::max(order[k - 1], order[k]);
+      return Status::Corrupt("local header offset " + std::to_string(e.header_offset) + " is entry " +
+                             Quote(entries[first].name) + "'s too")
+          .WithOffset(central[second].offset)
+          .WithRecord(entries[second].name);
     }
   }
   return Status::OK();
@@ -173,11 +178,17 @@ Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options)
   Archive archive;
   archive.entries.reserve(central.size());
   for (const CentralEntry& c : central) {
-    Result<Entry> e = ReadLocalHeader(src, c, end.cd_offset);
-    if (!e.ok()) return std::move(e).status().WithRecord(c.name);
-    archive.entries.push_back(std::move(e).value());
+    ZF_TRY(CheckHeaderOffset(c, end.cd_offset));
+    Entry e;
+    e.name = c.name;
+    e.header_offset = c.header_offset;
+    e.size = c.size;
+    e.crc32 = c.crc32;
+    e.method = c.method;
+    e.compressed_size = c.compressed_size;
+    archive.entries.push_back(std::move(e));
   }
-  ZF_TRY(CheckNoOverlaps(archive.entries));
+  ZF_TRY(AssignRooms(archive.entries, central, end.cd_offset));
   archive.top_folder = CommonTopFolder(archive.entries);
   archive.by_name.resize(archive.entries.size());
   for (size_t i = 0; i < archive.by_name.size(); ++i) archive.by_name[i] = i;
@@ -185,6 +196,13 @@ Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options)
     return archive.entries[a].name < archive.entries[b].name;
   });
   return archive;
+}
+
+Result<Entry> LocateEntry(const RandomSource& src, const Entry& entry) {
+  if (entry.located()) return entry;
+  Result<Entry> e = ReadLocalHeader(src, entry);
+  if (!e.ok()) return std::move(e).status().WithRecord(entry.name);
+  return e;
 }
 
 Result<Archive> ReadArchiveBytes(std::span<const std::byte> bytes, const ReadOptions& options) {

@@ -11,6 +11,14 @@
 // escape ("../", absolute, backslashes), hold control characters or be
 // empty (zip/entry_name.h). For a pipe, see zip/stream_reader.h.
 //
+// Local headers are read lazily: ReadArchive reads only the end records and
+// the central directory (two reads for most archives, however many
+// entries), and an entry's local header is read when the entry is opened
+// (LocateEntry; ReadEntry locates by itself). Each entry owns the bytes
+// from its local header to the next entry's local header (or the central
+// directory), so checking each located entry against its own room is the
+// same as checking that no two entries overlap.
+//
 // Thread safety: an Archive is an immutable value after ReadArchive returns.
 #ifndef ZEROFOLD_ZIP_ARCHIVE_H_
 #define ZEROFOLD_ZIP_ARCHIVE_H_
@@ -26,16 +34,25 @@
 
 namespace zerofold::zip {
 
+// Entry::data_offset before the entry's local header is read.
+inline constexpr uint64_t kUnlocated = UINT64_MAX;
+
 struct Entry {
   std::string name;          // full name as stored, e.g. "archive/data/0"
   uint64_t header_offset = 0;  // of the local file header
-  uint64_t data_offset = 0;    // first byte of the data as stored (compressed when deflated)
+  // First byte of the data as stored (compressed when deflated), known once
+  // the local header is read (LocateEntry); kUnlocated before.
+  uint64_t data_offset = kUnlocated;
   uint64_t size = 0;           // uncompressed size
   uint32_t crc32 = 0;          // from the central directory
   uint16_t method = 0;         // kMethodStored or kMethodDeflated (zip/format.h)
   uint64_t compressed_size = 0;  // bytes at data_offset; == size when stored
+  // The local header and the data end at or before this offset: the next
+  // entry's local header in file order, or the central directory.
+  uint64_t room_end = 0;
 
   bool deflated() const;
+  bool located() const { return data_offset != kUnlocated; }
 };
 
 struct ReadOptions {
@@ -63,10 +80,22 @@ struct Archive {
   const Entry* FindFullName(std::string_view name) const;
 };
 
-// Reads the end records and the central directory, then each local header
-// (to find data_offset). Does not read entry data. Errors carry the absolute
-// offset and, once known, the entry name as record.
+// Reads the end records and the central directory; reads no local header
+// and no entry data (every entry unlocated). Checks that each local header
+// offset leaves room for a local header before the central directory and
+// that no two entries share one. Errors carry the absolute offset and, once
+// known, the entry name as record.
 Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options = {});
+
+// `entry` with data_offset set: reads its local header (one read: the fixed
+// fields and the name) and checks it against the central directory:
+// signature, flags and method (kUnsupported for encryption, methods other
+// than stored and deflated), the name, and that header and data end within
+// entry.room_end. kCorrupt otherwise, record = the entry's name, offset =
+// the disagreeing field's. An entry already located is returned as is,
+// without a read.
+// REQUIRES: entry comes from ReadArchive over `src`.
+Result<Entry> LocateEntry(const RandomSource& src, const Entry& entry);
 
 // ReadArchive over bytes in memory (tests, fuzzers, small archives).
 // Offsets in the result index `bytes`.

@@ -150,6 +150,7 @@ std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry&
 }
 
 Result<EntrySource*> OpenEntries::Open(const RandomSource& archive, const Entry& entry) {
+  if (!entry.located()) return Status::Internal("entry opened before its local header was read").WithRecord(entry.name);
   if (!entry.deflated()) {
     stored_ = OpenEntry(archive, entry);
     return stored_.get();
@@ -180,8 +181,9 @@ Status OpenEntries::Finish() {
   return first;
 }
 
-Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& entry,
+Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& listed,
                                          uint64_t max_bytes) {
+  ZF_ASSIGN_OR_RETURN(const Entry entry, LocateEntry(src, listed));
   if (entry.size > max_bytes || !std::in_range<size_t>(entry.size)) {
     return Status::Limit("entry of " + std::to_string(entry.size) +
                          " bytes is larger than the limit of " + std::to_string(max_bytes) +

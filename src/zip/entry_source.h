@@ -32,8 +32,8 @@ class EntrySource : public RandomSource {
   virtual Status Finish() = 0;
 };
 
-// REQUIRES: `archive` outlives the result; `entry` is one of its entries
-// (ReadArchive checked it lies inside the archive).
+// REQUIRES: `archive` outlives the result; `entry` is one of its entries,
+// located (LocateEntry checked it lies inside its room).
 std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry& entry);
 
 // Entries kept open across reads, for readers that go forward through a few
@@ -48,7 +48,7 @@ class OpenEntries {
 
   // The bytes of `entry` of `archive`, valid until the next call. Closing
   // the least recently used deflated entry finishes it (its sizes and CRC-32
-  // are checked): its error is returned.
+  // are checked): its error is returned. kInternal for an unlocated entry.
   // REQUIRES: as OpenEntry; `archive` outlives this object.
   Result<EntrySource*> Open(const RandomSource& archive, const Entry& entry);
 
@@ -68,7 +68,8 @@ class OpenEntries {
 };
 
 // Reads an entry whole into memory (inflating a deflated one) and checks
-// its CRC-32 against the central directory. kLimit when entry.size >
+// its CRC-32 against the central directory; locates it first (LocateEntry,
+// and its errors) when it is not located. kLimit when entry.size >
 // max_bytes; kCorrupt (record = the entry's name, offset = its data offset)
 // on a CRC mismatch, and as zip/inflate.h for a bad deflate stream.
 // REQUIRES: entry belongs to an archive read from src.

@@ -80,6 +80,17 @@ static zf_code in_list(void* user, const char* name, zf_list_add_fn add, void* l
   return ZF_OK;
 }
 
+/* The read log (test_read_plan): each read_at's name, offset and bytes got,
+ * while `logging`. */
+typedef struct read_rec {
+  char name[256];
+  uint64_t offset, length;
+} read_rec;
+static int logging;
+static read_rec read_log[1 << 16];
+static int read_log_n;
+static char fd_names[1024][256]; /* the input name each open descriptor reads */
+
 static zf_code in_open(void* user, const char* name, void** file, uint64_t* size, char* why, size_t n) {
   inputs* in = user;
   const char* path = real_path(name);
@@ -90,6 +101,7 @@ static zf_code in_open(void* user, const char* name, void** file, uint64_t* size
     snprintf(why, n, "no object %s", name);
     return ZF_E_NOT_FOUND;
   }
+  if (fd < 1024) snprintf(fd_names[fd], sizeof fd_names[fd], "%s", name);
   int* handle = malloc(sizeof *handle);
   *handle = fd;
   *file = handle;
@@ -108,6 +120,13 @@ static zf_code in_read_at(void* user, void* file, uint64_t offset, void* buf, si
   ssize_t r = pread(*(int*)file, buf, len, (off_t)offset);
   if (r < 0) return ZF_E_IO;
   *got = (size_t)r;
+  const int fd = *(int*)file;
+  if (logging && read_log_n < (int)(sizeof read_log / sizeof read_log[0]) && fd < 1024) {
+    read_rec* rec = &read_log[read_log_n++];
+    snprintf(rec->name, sizeof rec->name, "%s", fd_names[fd]);
+    rec->offset = offset;
+    rec->length = *got;
+  }
   return ZF_OK;
 }
 
@@ -445,6 +464,142 @@ static void test_merge(void) {
   zf_merge_options_destroy(o);
 }
 
+/* ---- Read plans: what a job reads for tensor data ------------------------ */
+
+static read_rec planned[1 << 14];
+static int planned_n;
+
+static int on_read(void* user, const char* path, uint64_t offset, uint64_t length) {
+  (void)user;
+  if (planned_n < (int)(sizeof planned / sizeof planned[0])) {
+    read_rec* rec = &planned[planned_n++];
+    snprintf(rec->name, sizeof rec->name, "%s", path);
+    rec->offset = offset;
+    rec->length = length;
+  }
+  return 0;
+}
+
+/* Per input file, one byte per file byte: bit 1 read by the dry run
+ * (metadata), bit 2 planned, bit 4 read by the real run. */
+typedef struct bitmap {
+  char name[256];
+  unsigned char* bits;
+  uint64_t size;
+} bitmap;
+static bitmap maps[64];
+static int maps_n;
+
+static bitmap* map_of(const char* name) {
+  for (int i = 0; i < maps_n; ++i)
+    if (strcmp(maps[i].name, name) == 0) return &maps[i];
+  struct stat st;
+  const char* path = real_path(name);
+  if (maps_n == 64 || path == NULL || stat(path, &st) != 0) return NULL;
+  bitmap* m = &maps[maps_n++];
+  snprintf(m->name, sizeof m->name, "%s", name);
+  m->size = (uint64_t)st.st_size;
+  m->bits = calloc(m->size + 1, 1);
+  return m;
+}
+
+/* Marks the ranges with `bit`; 0 when a range leaves its file. */
+static int mark(const read_rec* recs, int n, unsigned char bit) {
+  for (int i = 0; i < n; ++i) {
+    bitmap* m = map_of(recs[i].name);
+    if (m == NULL || recs[i].offset + recs[i].length > m->size) return 0;
+    for (uint64_t b = recs[i].offset; b < recs[i].offset + recs[i].length; ++b) m->bits[b] |= bit;
+  }
+  return 1;
+}
+
+typedef zf_code (*plan_job_fn)(const char* in, const char* out, zf_read_fn fn, int dry_run);
+
+typedef zf_code (*shrink_call)(const char*, const char*, const zf_shrink_options*, zf_shrink_report*, zf_error*);
+
+static zf_code run_rewrite(shrink_call call, const char* in, const char* out, zf_read_fn fn, int dry_run) {
+  zf_shrink_options* o = zf_shrink_options_create();
+  zf_shrink_options_set_env(o, env);
+  zf_shrink_options_set_dry_run(o, dry_run);
+  zf_shrink_options_set_read_plan(o, fn, NULL);
+  zf_code c = call(in, out, o, NULL, NULL);
+  zf_shrink_options_destroy(o);
+  return c;
+}
+
+static zf_code run_convert(const char* in, const char* out, zf_read_fn fn, int dry_run) {
+  return run_rewrite(zf_convert, in, out, fn, dry_run);
+}
+
+static zf_code run_shrink(const char* in, const char* out, zf_read_fn fn, int dry_run) {
+  return run_rewrite(zf_shrink, in, out, fn, dry_run);
+}
+
+static zf_code run_merge(const char* in, const char* out, zf_read_fn fn, int dry_run) {
+  zf_merge_options* o = zf_merge_options_create();
+  zf_merge_options_set_env(o, env);
+  zf_merge_options_set_dry_run(o, dry_run);
+  zf_merge_options_set_read_plan(o, fn, NULL);
+  zf_code c = zf_merge(in, out, o, NULL, NULL);
+  zf_merge_options_destroy(o);
+  return c;
+}
+
+/* The plan of a dry run against the reads of the real run: every planned
+ * byte is read, and every byte read that the dry run (metadata) did not
+ * read is planned, but for a coalescing block (64 KiB) at most per planned
+ * range. The plan is the same with and without dry run. */
+static void check_read_plan(const char* what, plan_job_fn job, const char* in, const char* out) {
+  reset();
+  maps_n = 0;
+  planned_n = 0;
+  read_log_n = 0;
+  logging = 1;
+  CHECK_CODE(job(in, out, on_read, 1), ZF_OK);
+  logging = 0;
+  const int metadata_reads = read_log_n;
+  CHECK(mark(read_log, read_log_n, 1));
+  CHECK(planned_n > 0);
+  CHECK(mark(planned, planned_n, 2));
+  const int plan_n = planned_n;
+  read_log_n = 0;
+  planned_n = 0;
+  logging = 1;
+  CHECK_CODE(job(in, out, NULL, 0), ZF_OK);
+  logging = 0;
+  CHECK(mark(read_log, read_log_n, 4));
+  uint64_t plan_bytes = 0, planned_read = 0, data_read = 0, unplanned = 0;
+  for (int i = 0; i < maps_n; ++i) {
+    for (uint64_t b = 0; b < maps[i].size; ++b) {
+      const unsigned char v = maps[i].bits[b];
+      plan_bytes += (v & 2) != 0;
+      planned_read += (v & 6) == 6;
+      data_read += (v & 4) && !(v & 1);
+      unplanned += (v & 4) && !(v & 3);
+    }
+    free(maps[i].bits);
+  }
+  printf("  read plan %-34s %3d ranges, %9llu B planned; real run read %9llu B beyond metadata (%d metadata "
+         "reads), %llu B unplanned\n",
+         what, plan_n, (unsigned long long)plan_bytes, (unsigned long long)data_read, metadata_reads,
+         (unsigned long long)unplanned);
+  CHECK_EQ_U64(planned_read, plan_bytes);
+  CHECK(unplanned <= (uint64_t)plan_n * 65536);
+  CHECK(data_read <= plan_bytes + (uint64_t)plan_n * 65536);
+}
+
+static void test_read_plan(void) {
+  check_read_plan("bloated torch zip -> safetensors", run_convert, "mem:" FIX "/deepspeed/bloat_zero2_ws2_bf16/pytorch_model.bin",
+                  "out:bloated.safetensors");
+  check_read_plan("bloated torch zip shrink", run_shrink, "mem:" FIX "/deepspeed/bloat_zero2_ws2_bf16/pytorch_model.bin",
+                  "out:small.bin");
+  check_read_plan("safetensors -> torch", run_convert, "mem:" FIX "/dcp/v2x_hf_dim0_ws2/ckpt/shard-00001-model-00001-of-00001.safetensors",
+                  "out:st.bin");
+  check_read_plan("HF folder shrink", run_shrink, "mem:" FIX "/hf/bloated", "out:hf/");
+  check_read_plan("DCP merge", run_merge, "mem:" FIX "/dcp/dim0_ws2/ckpt", "out:dcp.safetensors");
+  check_read_plan("DeepSpeed merge", run_merge, "mem:" FIX "/deepspeed/zero2_ws3_bf16/ckpt", "out:zero.bin");
+}
+
 static void test_diff_and_verify(void) {
   const char* a = FIX "/deepspeed/zero2_ws3_bf16/ground_truth.pt";
   const char* b = FIX "/deepspeed/zero2_ws3_bf16/reference_zero_to_fp32.bin";
@@ -618,6 +773,7 @@ int main(void) {
   test_inspect();
   test_shrink_and_convert();
   test_merge();
+  test_read_plan();
   test_diff_and_verify();
   test_parts();
   test_failures("convert to safetensors shards", job_convert_shards);

@@ -107,15 +107,23 @@ for src in bloated.pt normal.pt hf/ dcp/; do
   heads=$(since "$before" | awk '$1 == "HEAD"' | wc -l)
   bytes=$(since "$before" | awk '$1 == "GET" {s += $3} END {print s + 0}')
   printf 'inspect %-12s metadata: %3d GETs (%8d B), %3d HEADs\n' "$src" "$gets" "$bytes" "$heads"
-  # A zip costs its head and tail blocks and one read per record whose
-  # local header is not in them (the zip reader checks each record's local
-  # header up front); .metadata and index files one read each.
+  # A zip costs its tail block (end records, central directory) and its
+  # head block (data.pkl); no storage record's local header is read (the
+  # zip reader reads a local header when its record is opened), so at most
+  # 3 GETs per file, however many records. A Hugging Face folder's total
+  # runs shrink's plan, which opens each storage record (its local header):
+  # one more per zip record there. .metadata and index files one read each.
   records=$(find "$W/${src%/}" -type f | while read -r f; do
     "$PY" -c 'import sys, zipfile; print(len(zipfile.ZipFile(sys.argv[1]).infolist()) if zipfile.is_zipfile(sys.argv[1]) else 1)' "$f"
   done | awk '{s += $1} END {print s}')
   files=$(find "$W/${src%/}" -type f | wc -l)
-  expect_true "inspect $src: at most 2 GETs per file and 1 per zip record ($gets GETs, $files files, $records records)" \
-    "[ $gets -le $((2 * files + records)) ]"
+  if [ "$src" = hf/ ]; then
+    expect_true "inspect $src: at most 2 GETs per file and 1 per zip record ($gets GETs, $files files, $records records)" \
+      "[ $gets -le $((2 * files + records)) ]"
+  else
+    expect_true "inspect $src: at most 3 GETs per file, whatever its records ($gets GETs, $files files, $records records)" \
+      "[ $gets -le $((3 * files)) ]"
+  fi
 done
 
 zf_finish

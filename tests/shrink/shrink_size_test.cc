@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/mem.h"
 #include "io/mem_env.h"
 #include "shrink/shrink.h"
 #include "support/fixtures.h"
@@ -85,9 +86,10 @@ TEST_CASE("an empty storage record is laid out as torch lays it out: no data des
   const Bytes out = mem.GetFile("out.pt").value();
   zip::Archive archive = zip::ReadArchiveBytes(out).value();
   size_t empty = 0;
-  for (const zip::Entry& e : archive.entries) {
-    if (e.size != 0) continue;
-    CAPTURE(e.name);
+  for (const zip::Entry& listed : archive.entries) {
+    if (listed.size != 0) continue;
+    CAPTURE(listed.name);
+    const zip::Entry e = zip::LocateEntry(io::MemSource("out.pt", out), listed).value();
     // APPNOTE 4.3.7: the general purpose flags follow the signature and
     // version; torch sets only bit 11 (UTF-8 names), no bit 3 (descriptor).
     const uint64_t flags = e.header_offset + 4 + 2;

@@ -47,6 +47,8 @@ constexpr uint64_t kZ64EntriesOnDisk = kZip64EndEntriesOnDiskOffset;
 constexpr uint64_t kZ64Entries = kZip64EndEntriesOffset;
 constexpr uint64_t kZ64CdSize = kZip64EndCdSizeOffset;
 
+Status ReadAndLocate(std::span<const std::byte> bytes) { return testing::ReadLocatedArchiveBytes(bytes).status(); }
+
 struct BadCase {
   const char* name;
   std::function<void(const Small&, std::vector<std::byte>&)> mutate;
@@ -91,7 +93,7 @@ const BadCase kBadCases[] = {
      [](const Small& s) { return s.central[0]; }, "arch/data.pkl"},
     {"header offset at another entry",
      [](const Small& s, auto& b) { Put32(b, s.central[3] + kCdHeaderOffset, static_cast<uint32_t>(s.header[2])); },
-     Code::kCorrupt, [](const Small& s) { return s.header[2] + kLocalFileHeaderSize; }, "arch/version"},
+     Code::kCorrupt, [](const Small& s) { return s.central[3]; }, "arch/version"},
     {"duplicate name",
      [](const Small& s, auto& b) {
        PutText(b, s.central[2] + kCentralFileHeaderSize, "arch/data/0");
@@ -103,7 +105,7 @@ const BadCase kBadCases[] = {
        Put32(b, s.central[1] + kCdCompressed, 164);
        Put32(b, s.central[1] + kCdUncompressed, 164);
      },
-     Code::kCorrupt, [](const Small& s) { return s.header[2]; }, "arch/data/1"},
+     Code::kCorrupt, [](const Small& s) { return s.data[1]; }, "arch/data/0"},
     {"name with ..",
      [](const Small& s, auto& b) {
        PutText(b, s.central[1] + kCentralFileHeaderSize, "../h/data/0");
@@ -204,7 +206,7 @@ TEST_CASE("the small archive reads back with the offsets its layout predicts") {
   for (size_t i = 0; i < s.names.size(); ++i) {
     CHECK_EQ(a->entries[i].name, s.names[i]);
     CHECK_EQ(a->entries[i].header_offset, s.header[i]);
-    CHECK_EQ(a->entries[i].data_offset, s.data[i]);
+    CHECK_EQ(LocateEntry(io::MemSource("small.zip", s.bytes), a->entries[i])->data_offset, s.data[i]);
   }
   CHECK_EQ(a->top_folder, "arch");
 }
@@ -216,12 +218,46 @@ TEST_CASE("each corrupted field fails with its code, offset and record") {
     CAPTURE(case_name);
     std::vector<std::byte> b = s.bytes;
     c.mutate(s, b);
-    Status st = ReadArchiveBytes(b).status();
+    Status st = ReadAndLocate(b);
     CAPTURE(st.ToString());
     CHECK_EQ(st.code(), c.code);
     CHECK_EQ(st.offset(), c.offset(s));
     CHECK_EQ(st.record(), c.record);
   }
+}
+
+TEST_CASE("ReadArchive reads no local header; an entry's is read and checked when it is opened") {
+  const Small s = BuildSmall();
+  std::vector<std::byte> b = s.bytes;
+  Put32(b, s.header[2], 0x04034b51);
+  io::MemSource mem("small.zip", b);
+  testing::FailingSource counter(&mem, UINT64_MAX);
+  Result<Archive> a = ReadArchive(counter);
+  REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+  // The end records (zip64 included) and the central directory, however
+  // many entries: none of the local headers.
+  const uint64_t archive_reads = counter.reads();
+  CHECK_EQ(archive_reads, 5u);
+  for (size_t i = 0; i < s.names.size(); ++i) {
+    CAPTURE(i);
+    const Entry& e = a->entries[i];
+    CHECK_FALSE(e.located());
+    CHECK_EQ(e.room_end, i + 1 < s.names.size() ? s.header[i + 1] : s.cd_offset);
+    Result<Entry> located = LocateEntry(counter, e);
+    if (i == 2) {
+      CHECK_EQ(located.status().code(), Code::kCorrupt);
+      CHECK_EQ(located.status().record(), "arch/data/1");
+      CHECK_EQ(located.status().offset(), s.header[2]);
+      CHECK_EQ(ReadEntry(counter, e, 1000).status().offset(), s.header[2]);
+      continue;
+    }
+    REQUIRE_MESSAGE(located.ok(), located.status().ToString());
+    CHECK_EQ(located->data_offset, s.data[i]);
+    const uint64_t before = counter.reads();
+    CHECK_EQ(LocateEntry(counter, *located)->data_offset, s.data[i]);  // located: no read
+    CHECK_EQ(counter.reads(), before);
+  }
+  CHECK_EQ(counter.reads(), archive_reads + s.names.size() + 1);  // one per local header, one by ReadEntry
 }
 
 TEST_CASE("every strict prefix of an archive fails as corrupt or unsupported") {
@@ -283,12 +319,19 @@ TEST_CASE("error messages say what was found and what was expected") {
                "entries are read");
   b = s.bytes;
   Put16(b, s.central[1] + kCdMethod, kMethodDeflated);
-  CHECK_EQ(ReadArchiveBytes(b).status().ToString(),
+  CHECK_EQ(ReadAndLocate(b).ToString(),
            "arch/data/0 @ " + std::to_string(s.header[1] + kLocalMethodOffset) +
                ": corrupt: local header gives compression method 0 (stored), the central directory 8 (deflate)");
   b = s.bytes;
   Put32(b, s.header[2], 0x04034b51);
-  CHECK_EQ(ReadArchiveBytes(b).status().message(), "local header signature is 0x04034b51, expected 0x04034b50");
+  CHECK_EQ(ReadAndLocate(b).message(), "local header signature is 0x04034b51, expected 0x04034b50");
+  b = s.bytes;
+  Put32(b, s.central[1] + kCdCompressed, 164);
+  Put32(b, s.central[1] + kCdUncompressed, 164);
+  CHECK_EQ(ReadAndLocate(b).ToString(),
+           "arch/data/0 @ " + std::to_string(s.data[1]) + ": corrupt: entry data (164 bytes at " +
+               std::to_string(s.data[1]) + ") runs past the next local header or the central directory at " +
+               std::to_string(s.header[2]));
   CHECK_EQ(ReadArchiveBytes(std::span(s.bytes).first(21)).status().message(),
            "file of 21 bytes is too small for a zip end of central directory record (22 bytes)");
   CHECK_EQ(ReadArchiveBytes(std::span(s.bytes).first(100)).status().message(),
@@ -299,7 +342,7 @@ TEST_CASE("a torch-written file reads to the values zipfile lists") {
   const std::string path =
       SourceRoot() + "/fixtures/deepspeed/zero1_ws2_fp16/ckpt/global_step2/mp_rank_00_model_states.pt";
   io::MemSource src(path, ReadFileBytes(path));
-  Result<Archive> a = ReadArchive(src);
+  Result<Archive> a = testing::ReadLocatedArchive(src);
   REQUIRE_MESSAGE(a.ok(), a.status().ToString());
   struct Want {
     const char* name;
@@ -337,7 +380,7 @@ TEST_CASE("an archive rewritten by Python's zipfile (no descriptors, no alignmen
   io::MemSource torch_src("torch_small.pt", ReadFileBytes(SourceRoot() + "/fixtures/zip/torch_small.pt"));
   io::MemSource py_src("python_rewrite.pt", ReadFileBytes(SourceRoot() + "/fixtures/zip/python_rewrite.pt"));
   Result<Archive> t = ReadArchive(torch_src);
-  Result<Archive> p = ReadArchive(py_src);
+  Result<Archive> p = testing::ReadLocatedArchive(py_src);
   REQUIRE(t.ok());
   REQUIRE_MESSAGE(p.ok(), p.status().ToString());
   REQUIRE_EQ(p->entries.size(), t->entries.size());

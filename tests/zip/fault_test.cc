@@ -16,17 +16,17 @@
 namespace zerofold::zip {
 namespace {
 
-TEST_CASE("a failed read at any point of ReadArchive and ReadEntry is kIO") {
+TEST_CASE("a failed read at any point of ReadArchive, LocateEntry and ReadEntry is kIO") {
   const testing::SmallArchive s = testing::BuildSmall();
   io::MemSource mem("small.pt", s.bytes);
   testing::FailingSource counter(&mem, UINT64_MAX);
-  REQUIRE(ReadArchive(counter).ok());
+  REQUIRE(testing::ReadLocatedArchive(counter).ok());
   const uint64_t reads = counter.reads();
   CHECK_GE(reads, 2 + s.names.size());  // end records, central directory, each local header
   for (uint64_t n = 0; n < reads; ++n) {
     CAPTURE(n);
     testing::FailingSource failing(&mem, n);
-    Status st = ReadArchive(failing).status();
+    Status st = testing::ReadLocatedArchive(failing).status();
     CHECK_EQ(st.code(), Code::kIO);
     CHECK_EQ(st.path(), "small.pt");
   }

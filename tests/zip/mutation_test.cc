@@ -57,7 +57,7 @@ std::vector<std::byte> Mutate(const std::vector<std::byte>& base, std::mt19937_6
 }
 
 void CheckArchiveResult(const std::vector<std::byte>& b) {
-  Result<Archive> a = ReadArchiveBytes(b);
+  Result<Archive> a = testing::ReadLocatedArchiveBytes(b);
   if (!a.ok()) {
     REQUIRE_MESSAGE(AllowedError(a.status().code()), a.status().ToString());
     REQUIRE_FALSE(a.status().message().empty());

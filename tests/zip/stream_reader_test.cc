@@ -31,7 +31,7 @@ enum class Way { kReadAll, kDeclareAndRead, kSkip };
 // against ReadArchive/ReadEntry. Returns the first error.
 Status StreamAndCompare(const std::vector<std::byte>& bytes, size_t chunk, std::vector<Way> ways) {
   io::MemSource random("archive", bytes);
-  Result<Archive> archive = ReadArchive(random);
+  Result<Archive> archive = testing::ReadLocatedArchive(random);
   REQUIRE_MESSAGE(archive.ok(), archive.status().ToString());
   io::MemStreamSource src("archive", bytes, chunk);
   StreamReader r(&src);

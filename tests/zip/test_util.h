@@ -15,6 +15,7 @@
 #include "io/cursor.h"
 #include "io/mem.h"
 #include "zerofold/env.h"
+#include "zip/archive.h"
 #include "zip/format.h"
 #include "zip/torch_layout.h"
 #include "zip/writer.h"
@@ -22,6 +23,19 @@
 namespace zerofold::zip::testing {
 
 inline std::string SourceRoot() { return ZF_SOURCE_ROOT; }
+
+// ReadArchive, then every entry located (LocateEntry), as opening each
+// does: the first error, in central directory order.
+inline Result<Archive> ReadLocatedArchive(const RandomSource& src) {
+  ZF_ASSIGN_OR_RETURN(Archive a, ReadArchive(src));
+  for (Entry& e : a.entries) {
+    ZF_ASSIGN_OR_RETURN(e, LocateEntry(src, e));
+  }
+  return a;
+}
+inline Result<Archive> ReadLocatedArchiveBytes(std::span<const std::byte> bytes) {
+  return ReadLocatedArchive(io::MemSource("<memory>", bytes));
+}
 
 inline std::vector<std::byte> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -82,7 +82,7 @@ TEST_CASE("the small torch fixture, with an empty storage, is reproduced") {
 TEST_CASE("a torch archive past 4 GiB is reproduced byte for byte, zip64 forms included") {
   testing::TorchZip64Source src;
   REQUIRE(src.loaded());
-  Result<Archive> archive = ReadArchive(src);
+  Result<Archive> archive = testing::ReadLocatedArchive(src);
   REQUIRE_MESSAGE(archive.ok(), archive.status().ToString());
   REQUIRE_EQ(archive->entries.size(), 5u);
   const Entry& big = archive->entries[1];
