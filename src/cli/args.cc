@@ -6,6 +6,20 @@
 
 namespace zerofold::cli {
 
+namespace {
+
+// The one-letter forms: -h is --help, -q is --quiet (for commands that
+// have it; elsewhere -q is an unknown flag like any other).
+const char* LongName(char letter) {
+  switch (letter) {
+    case 'h': return "help";
+    case 'q': return "quiet";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
 Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::vector<FlagSpec>& specs) {
   ParsedArgs out;
   bool flags_done = false;
@@ -19,7 +33,8 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
       flags_done = true;
       continue;
     }
-    std::string body = a == "-h" ? "help" : a.substr(a[1] == '-' ? 2 : 1);
+    const char* short_form = a.size() == 2 ? LongName(a[1]) : nullptr;
+    std::string body = short_form != nullptr ? short_form : a.substr(a[1] == '-' ? 2 : 1);
     std::optional<std::string> inline_value;
     if (size_t eq = body.find('='); eq != std::string::npos) {
       inline_value = body.substr(eq + 1);
@@ -103,7 +118,9 @@ std::string FlagHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& s : specs) {
     if (s.help.empty()) continue;
-    std::string left = "  --" + s.name + (s.takes_value ? " " + s.value_name : "") +
+    const char* long_name = s.name.empty() ? nullptr : LongName(s.name[0]);
+    const char letter = long_name != nullptr && s.name == long_name ? s.name[0] : 0;
+    std::string left = std::string(letter ? "  -" + std::string(1, letter) + ", --" : "  --") + s.name + (s.takes_value ? " " + s.value_name : "") +
                        (s.optional_value ? "[=" + s.value_name + "]" : "");
     if (left.size() < 26) left.resize(26, ' ');
     else left += "\n" + std::string(26, ' ');

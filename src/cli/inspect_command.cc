@@ -60,6 +60,9 @@ constexpr const char* kInspectHelp =
     "module copy, files) with what `zerofold merge` would write or why it\n"
     "would refuse.\n"
     "\n"
+    "The byte ranges a job would read (to fetch them ahead): that job with\n"
+    "--dry-run --json (\"reads\", \"read_bytes\").\n"
+    "\n"
     "flags:\n";
 
 const std::vector<FlagSpec> kInspectFlags = WithLimitFlags({

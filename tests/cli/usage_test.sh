@@ -59,6 +59,22 @@ run_z -h
 expect "top-level -h" 0 ""
 expect_true "top-level -h prints --help's text" "cmp -s long.txt '$OUT'"
 
+# --- -q is --quiet, where the command has --quiet -------------------------------------------
+rm -f ./*.pt
+run_z convert -q "$sd" q.pt
+expect "convert -q prints nothing" 0 ""
+expect_true "convert -q wrote q.pt" "test -s q.pt"
+expect_true "convert -q: stdout empty" "test ! -s '$OUT'"
+run_z convert "$sd" q2.pt
+expect_true "convert without -q prints a report (the check above can fail)" "test -s '$OUT'"
+"$Z" shrink --help >long.txt
+expect_true "shrink --help shows -q, --quiet" "grep -q -- '-q, --quiet' long.txt"
+run_z inspect -q "$sd"
+expect "inspect has no --quiet: -q is unknown" 2 "zerofold: inspect: unknown flag -q (see --help)
+zerofold: hint: run 'zerofold inspect --help'
+"
+rm -f ./*.pt
+
 # --- did you mean ---------------------------------------------------------------------------
 rm -f ./*
 run_z shrnk a b
