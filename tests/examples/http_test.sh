@@ -9,7 +9,9 @@
 #   - from nginx's access log: the bytes requested against the bytes the
 #     output needs (its tensor data), and the requests inspect (metadata
 #     only) makes, printed as figures; the bloated file must cost less than
-#     its size, and metadata a handful of requests.
+#     its size, and metadata a handful of requests;
+#   - the read plan (convert --dry-run --json) against the ranges the run
+#     over HTTP requested: every planned byte, and little else.
 #
 #   ZEROFOLD=build/zerofold HTTP_CONVERT=build/examples/http/http_convert bash tests/examples/http_test.sh
 source "$(dirname "$0")/../cli/lib.sh"
@@ -93,6 +95,61 @@ expect_true "bloated: requested ($GOT B) less than the file ($(size "$W/bloated.
 expect_true "bloated: requested ($GOT B) within 1% + 256 KiB over the output's data ($NEED B)" "[ $GOT -le $((NEED + NEED / 100 + 262144)) ]"
 convert_case "normal.pt -> safetensors" normal.pt n.safetensors
 expect_true "normal: requested ($GOT B) within 1% + 256 KiB over the output's data ($NEED B)" "[ $GOT -le $((NEED + NEED / 100 + 262144)) ]"
+
+# The read plan (convert --dry-run --json "reads") against what the run
+# over HTTP asked nginx for (the Range of each GET): every planned byte was
+# requested, and the requested bytes outside the plan (metadata and the
+# 64 KiB blocks of coalescing) stay under 256 KiB.
+plan_case() {
+  local src=$1 before
+  rm -f "$T/plan_http.safetensors"
+  before=$(lines)
+  "$H" "$URL/$src" "$T/plan_http.safetensors" >/dev/null 2>"$ERR" || { bad "plan $src: http_convert: $(cat "$ERR")"; return; }
+  since "$before" | awk '$1 == "GET" {print $4}' >"$T/ranges.txt"
+  "$Z" convert --dry-run --json "$W/$src" "$T/plan_path.safetensors" >"$T/plan.json" 2>"$ERR" ||
+    { bad "plan $src: convert --dry-run --json: $(cat "$ERR")"; return; }
+  local verdict
+  verdict=$("$PY" - "$T/plan.json" "$T/ranges.txt" "$(size "$W/$src")" <<'PYEOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+size = int(sys.argv[3])
+planned = [(r["offset"], r["offset"] + r["length"]) for r in plan["reads"]]
+assert sum(e - b for b, e in planned) == plan["read_bytes"], "read_bytes is not the sum of the ranges"
+requested = []
+for line in open(sys.argv[2]):
+    spec = line.strip().strip('"')
+    if not spec.startswith("bytes="):
+        requested.append((0, size)); continue
+    a, b = spec[len("bytes="):].split("-")
+    requested.append((int(a), min(int(b) + 1, size)))
+def union(ranges):
+    out = []
+    for b, e in sorted(ranges):
+        if out and b <= out[-1][1]: out[-1] = (out[-1][0], max(out[-1][1], e))
+        else: out.append((b, e))
+    return out
+def overlap(xs, ys):
+    total = 0
+    for b, e in xs:
+        for c, d in ys:
+            total += max(0, min(e, d) - max(b, c))
+    return total
+P, R = union(planned), union(requested)
+planned_bytes = sum(e - b for b, e in P)
+covered = overlap(P, R)
+outside = sum(e - b for b, e in R) - overlap(R, P)
+print(len(plan["reads"]), planned_bytes, covered, outside)
+PYEOF
+  ) || { bad "plan $src: checking the plan"; return; }
+  read -r n planned covered outside <<<"$verdict"
+  printf 'read plan %-12s %3d ranges, %10d B planned; requested over HTTP: %10d B of them, %8d B outside the plan\n' \
+    "$src" "$n" "$planned" "$covered" "$outside"
+  expect_true "plan $src: a plan at all ($n ranges)" "[ $n -gt 0 ]"
+  expect_true "plan $src: every planned byte requested ($covered of $planned)" "[ $covered -eq $planned ]"
+  expect_true "plan $src: requested outside the plan $outside B <= 256 KiB" "[ $outside -le 262144 ]"
+}
+plan_case bloated.pt
+plan_case normal.pt
 convert_case "hf folder -> safetensors" hf/ st/ --to safetensors --max-shard-size 20000
 
 # Metadata: inspect reads no tensor bytes; count its requests.
