@@ -3,7 +3,8 @@
 // descriptor when the size is unknown), read in chunks after declaring a
 // size the header states, or skipped; then the central directory checked.
 // An archive read to its end from a pipe must read by path too (zip/archive.h),
-// with the same entries at the same offsets.
+// with the same entries at the same offsets (each entry located: its local
+// header read and checked as opening it by path does).
 // fuzz-seeds: fixtures/torch/*.pt fixtures/zip/*.pt fixtures/bad/*.pt fuzz/seeds/regressions/*
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Result<zip::Archive> archive = zip::ReadArchive(*random);
   if (!archive.ok() || archive->entries.size() != seen.size()) abort();
   for (size_t i = 0; i < seen.size(); ++i) {
-    const zip::Entry& e = archive->entries[i];
-    if (e.name != seen[i].name || e.header_offset != seen[i].header_offset || e.data_offset != seen[i].data_offset)
+    Result<zip::Entry> e = zip::LocateEntry(*random, archive->entries[i]);
+    if (!e.ok() || e->name != seen[i].name || e->header_offset != seen[i].header_offset ||
+        e->data_offset != seen[i].data_offset)
       abort();
   }
   return 0;
