@@ -50,10 +50,11 @@ struct ConvertOptions {
   bool keep_unsafe = false;
   // Plan and report sizes; write nothing.
   bool dry_run = false;
-  // safetensors output: read each file back before it replaces its target
-  // and compare every tensor's dtype, shape and xxh3-128 with the input's
-  // (verify/verify.h CompareTensorValues); a mismatch is kCorrupt and leaves
-  // the target as it was. REQUIRES: no dtype, a file output (not '-', .zst).
+  // Read each file back before it replaces its target and compare every
+  // tensor's dtype, shape and xxh3-128 with the input's (verify/verify.h;
+  // torch shards also name order, stride and flags); a mismatch is kCorrupt
+  // and leaves the target as it was. Files a part finds complete are read
+  // and compared too. REQUIRES: no dtype, a file output (not '-', .zst).
   bool verify = false;
   // Compression of a ".zst" safetensors output file.
   io::ZstdOptions zstd;

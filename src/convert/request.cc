@@ -88,7 +88,6 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
     std::string why;
     if (stream_in || stream_out) why = "a stream ('-', .zst) cannot be re-read";
     else if (o.dtype) why = Str(w.dtype) + " changes the tensors";
-    else if (!to_safetensors && !in_folder && folder) why = "it compares one output file per input file";
     if (!why.empty()) return Refuse(Str(w.verify) + ": " + why);
   }
   if (r.dedupe_tied && !to_safetensors)

@@ -17,7 +17,10 @@
 #include "shrink/shrink.h"
 #include "torch/archive_writer.h"
 #include "torch/retarget.h"
+#include "torch/digest.h"
+#include "torch/read.h"
 #include "torch/storage_source.h"
+#include "verify/verify.h"
 #include "zip/entry_source.h"
 
 namespace zerofold::convert {
@@ -42,12 +45,29 @@ Result<std::vector<torch::ExtraRecord>> ExtraRecords(const Input& in) {
   return extras;
 }
 
+// Reads the torch file `back` and compares its tensors with `expected`
+// (verify::VerifyTensors: names in order, dtype, shape, stride, flags and
+// values), adding the counts to `report`.
+Status VerifyShard(const Input& in, const torch::Checkpoint& expected, const RandomSource& back,
+                   const ConvertOptions& options, ConvertReport& report) {
+  Result<torch::Checkpoint> written = torch::ReadCheckpoint(back, options.read);
+  if (!written.ok()) return Status(written.status()).WithPath(back.name());
+  std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));
+  ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyTensors(*in.src, expected, back, *written, buffer));
+  report.verified_tensors += v.tensors;
+  report.verified_bytes += v.bytes;
+  return Status::OK();
+}
+
 // Writes the tensors of `ckpt`, read from `in`'s source, reached from its
 // root, as one shrunk (and cast) torch archive at `path` (dry run: writes
 // nothing). Returns its size. Retargets `ckpt`'s tensors to the new storages.
+// With `expected` (verify: `ckpt` as it was before), the archive is read back
+// before its commit and compared with it (VerifyShard), counted in `report`.
 Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, const std::string& path,
                             std::span<const torch::ExtraRecord> extras, const ConvertOptions& options,
-                            shrink::CastCopier& copier, const std::function<void(uint64_t)>& wrote) {
+                            shrink::CastCopier& copier, const std::function<void(uint64_t)>& wrote,
+                            const torch::Checkpoint* expected = nullptr, ConvertReport* report = nullptr) {
   const pickle::NodeId root = ckpt.root;
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   ZF_ASSIGN_OR_RETURN(std::vector<shrink::StorageCast> casts, shrink::PlanStorageCasts(ckpt, plan, options.dtype));
@@ -87,6 +107,10 @@ Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, 
   Status written = torch::WriteTorchArchive(contents, fill, sink.get());
   if (written.ok()) written = sources.Finish().WithPath(in.path);
   if (!written.ok()) return written.WithPath(path);
+  if (expected != nullptr) {
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink->OpenWritten());
+    ZF_TRY(VerifyShard(in, *expected, *back, options, *report));
+  }
   ZF_TRY(sink->Commit());
   return sink->position();
 }
@@ -105,12 +129,15 @@ Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std:
   shrink.select = options.select;
   shrink.only = options.only;
   shrink.convert = options.convert;
+  shrink.verify = options.verify;
   const std::string name = output::SingleFileName(output::ShardFormat::kTorch);
   ZF_ASSIGN_OR_RETURN(shrink::ShrinkReport r, shrink::ShrinkFile(env, input, model::JoinPath(output, name), shrink));
   ConvertReport report;
   report.inputs = {input};
   report.input_bytes = r.input_file_bytes;
   report.files.push_back({r.output, r.output_file_bytes, r.tensors});
+  report.verified_tensors = r.verified_tensors;
+  report.verified_bytes = r.verified_bytes;
   for (const auto& [tensor, nbytes] : r.tensor_nbytes) report.total_size += nbytes;
   for (const std::string& g : r.unsafe_globals)
     report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
@@ -143,6 +170,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   const output::PartSpec& part = options.part;
   ConvertOptions plan_only = options;
   plan_only.dry_run = true;
+  plan_only.verify = false;
   // Each file's reads, planned with it; those of the files this run writes
   // go to options.read_plan.
   std::vector<io::ReadPlan> file_reads;
@@ -238,6 +266,13 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, writing));
       if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[0]);
       if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
+    } else if (options.verify) {  // found complete: checked as ShrinkFile checks what it writes
+      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(files.paths[0]));
+      ZF_ASSIGN_OR_RETURN(verify::VerifyReport v,
+                          verify::VerifyWritten(*in.src, *back, {options.read, options.buffer_bytes, options.select,
+                                                                 options.only}));
+      report.verified_tensors = v.tensors;
+      report.verified_bytes = v.bytes;
     }
   } else {
     uint64_t total = 0;
@@ -252,10 +287,21 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       uint64_t size = files.bytes[k];
       if (files.write[k]) {
         ZF_TRY(select_shard(ckpt, k));
-        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote);
+        torch::Checkpoint expected;
+        if (options.verify) expected = ckpt;  // before WriteShard retargets it
+        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote,
+                                                 options.verify ? &expected : nullptr, &report);
         if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
         size = *wrote_size;
         if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[k]);
+      } else if (options.verify && (part.kind == output::PartSpec::Kind::kFinish ||
+                                    (part.kind == output::PartSpec::Kind::kPart &&
+                                     files.file_parts[k] == part.index))) {
+        // A file found complete (a part's own; finish: every file) is
+        // checked as a written one is.
+        ZF_TRY(select_shard(ckpt, k));
+        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(files.paths[k]));
+        ZF_TRY(VerifyShard(in, ckpt, *back, options, report));
       }
       report.files.push_back({files.paths[k], size, plan.shards[k].size()});
     }

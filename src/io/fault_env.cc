@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "io/mem_env.h"
 
@@ -61,7 +62,14 @@ class FaultEnv::AtomicSink final : public AtomicFileSink {
             .WithPath(name());
       }
     }
-    ZF_TRY(base_->Append(data));
+    const uint64_t at = base_->position(), flip = env_->flip_at_;
+    if (flip != kNever && flip >= at && flip - at < data.size()) {
+      std::vector<std::byte> flipped(data.begin(), data.end());
+      flipped[flip - at] = ~flipped[flip - at];
+      ZF_TRY(base_->Append(flipped));
+    } else {
+      ZF_TRY(base_->Append(data));
+    }
     env_->appended_ += data.size();
     return Status::OK();
   }
@@ -90,6 +98,7 @@ void FaultEnv::Reset() {
   truncate_at_ = kNever;
   stream_chunk_ = 0;
   free_bytes_ = kNever;
+  flip_at_ = kNever;
   space_ = 0;
   fail_commit_ = 0;
   reads_ = 0;

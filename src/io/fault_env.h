@@ -16,7 +16,10 @@
 //                      failed rename does; the temp file is removed when the
 //                      sink is destroyed;
 //   SetFreeBytes(k)    FreeBytes says k (kNever: what the wrapped env says),
-//                      whatever SetSpace makes the writes do.
+//                      whatever SetSpace makes the writes do;
+//   FlipWrittenByte(k) the byte at offset k of every atomic file is written
+//                      with its bits inverted, silently (a disk that corrupts
+//                      what it is given: what --verify is for).
 // Every injected error carries the path (and offset for reads), as the
 // POSIX env's errors do. Counters: reads(), commits(), bytes_appended().
 //
@@ -51,6 +54,7 @@ class FaultEnv final : public Env {
   void SetSpace(uint64_t k) { space_ = k; }
   void FailCommit(uint64_t n) { fail_commit_ = n; }
   void SetFreeBytes(uint64_t k) { free_bytes_ = k; }
+  void FlipWrittenByte(uint64_t k) { flip_at_ = k; }
   // Turns every fault off and zeroes the counters.
   void Reset();
 
@@ -91,6 +95,7 @@ class FaultEnv final : public Env {
   std::atomic<uint64_t> space_{0};
   std::atomic<uint64_t> fail_commit_{0};
   std::atomic<uint64_t> free_bytes_{kNever};
+  std::atomic<uint64_t> flip_at_{kNever};
   std::atomic<uint64_t> reads_{0};
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> appended_{0};

@@ -176,6 +176,33 @@ expect_true "merge finish --verify: exit 1 ($rc) naming mv/$f, no index" \
 "$Z" merge --quiet --part finish --to safetensors --max-shard-size 2KB "$FIX/deepspeed/zero3_ws4_fp32/ckpt" mv
 expect_true "merge finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls mv | grep -q index"
 
+# convert of a file into torch shards: finish --verify reads each shard back
+# and compares it with the input's tensors: a flipped byte of a storage
+# record is refused naming the shard, and no index is written.
+rm -rf ts
+for i in 0 1; do "$Z" convert --quiet --to torch --max-shard-size 300B --part $i/2 "$FIX/torch/state_dict.pt" ts/; done
+f=ts/pytorch_model-00001-of-00002.bin
+"$PY" - "$f" <<'PYEOF'
+import struct, sys, zipfile
+path = sys.argv[1]
+info = next(i for i in zipfile.ZipFile(path).infolist() if "/data/" in i.filename)
+with open(path, "r+b") as f:
+    f.seek(info.header_offset)
+    head = f.read(30)
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    at = info.header_offset + 30 + name_len + extra_len
+    f.seek(at)
+    b = f.read(1)
+    f.seek(at)
+    f.write(bytes([b[0] ^ 0xFF]))
+PYEOF
+"$Z" convert --quiet --to torch --max-shard-size 300B --part finish --verify "$FIX/torch/state_dict.pt" ts/ 2>err.txt
+rc=$?
+expect_true "convert into torch shards, finish --verify: exit 1 ($rc) naming $f, no index" \
+  "[ $rc = 1 ] && grep -q \"^zerofold: $f: .*corrupt: tensor differs\" err.txt && ! ls ts | grep -q index"
+"$Z" convert --quiet --to torch --max-shard-size 300B --part finish "$FIX/torch/state_dict.pt" ts/
+expect_true "convert into torch shards, finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls ts | grep -q index"
+
 # A file complete in size but not in value: skipped without --verify,
 # refused with it (exit 1 naming the file), for safetensors and torch.
 for c in "convert $SF|p|model-00001-of-00005.safetensors" "shrink|pt|pytorch_model-00001-of-00003.bin"; do

@@ -48,14 +48,20 @@ $hint
 "
 for combo in "- out.pt|a stream ('-', .zst) cannot be re-read" \
              "$views out.pt.zst|a stream ('-', .zst) cannot be re-read" \
-             "--dtype bfloat16 $views out.pt|--dtype changes the tensors" \
-             "$views outdir/|it compares one output file per input file"; do
+             "--dtype bfloat16 $views out.pt|--dtype changes the tensors"; do
   read -r -a words <<<"${combo%%|*}"
   run_z shrink --verify "${words[@]}" </dev/null
   expect "--verify ${combo%%|*}" 2 "zerofold: shrink: --verify: ${combo#*|}
 $hint
 "
 done
+# A file into torch shards: every shard read back and compared (convert/torch_shards.cc).
+run_z shrink --verify --max-shard-size 300B "$F/torch/state_dict.pt" outdir/
+expect "--verify into torch shards" 0 ""
+grep -qx "verified 9 tensors, 404 bytes" "$OUT" || fail "--verify into torch shards: want 9 tensors verified: $(cat "$OUT")"
+expect_true "--verify into torch shards: two shards and the index" \
+  "[ \"\$(ls outdir | tr '\n' ' ')\" = 'pytorch_model-00001-of-00002.bin pytorch_model-00002-of-00002.bin pytorch_model.bin.index.json ' ]"
+rm -rf outdir
 # safetensors output is verified too (convert/convert.h ConvertOptions::verify).
 run_z shrink --verify --to safetensors "$views" out.safetensors
 expect "--verify --to safetensors" 0 ""
