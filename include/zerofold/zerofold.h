@@ -274,9 +274,10 @@ ZF_EXPORT void zf_shrink_options_destroy(zf_shrink_options* options) ZF_NOEXCEPT
  * ZF_E_INVALID_ARGUMENT by the others. */
 /* Plan and report sizes; write nothing (--dry-run). */
 ZF_EXPORT void zf_shrink_options_set_dry_run(zf_shrink_options* options, int on) ZF_NOEXCEPT;
-/* After writing, read the output back and compare every tensor's xxh3-128
- * with the input's (--verify). Torch file output only: zf_shrink refuses it
- * with dry_run, a dtype, safetensors, shards, or a stream name. */
+/* Read each output file back before it replaces its target and compare
+ * every tensor's xxh3-128 with the input's (--verify), for torch files,
+ * torch shards and safetensors alike; refused with dry_run, a dtype, or a
+ * stream name ("-", .zst). */
 ZF_EXPORT void zf_shrink_options_set_verify(zf_shrink_options* options, int on) ZF_NOEXCEPT;
 /* Replace IN itself, each file atomically (--in-place); OUT is then NULL
  * or IN. */

@@ -28,6 +28,8 @@ void Add(const shrink::ShrinkReport& r, zf_shrink_report* report) {
 // A part's report counts the part's files (output::PartFiles), other runs every file.
 void Add(const convert::ConvertReport& r, const output::PartSpec& part, zf_shrink_report* report) {
   report->input_bytes += r.input_bytes;
+  report->verified_tensors += r.verified_tensors;
+  report->verified_bytes += r.verified_bytes;
   for (size_t k = 0; k < r.files.size(); ++k) {
     if (part.kind == output::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
     const convert::OutputFile& f = r.files[k];

@@ -254,6 +254,20 @@ static void test_shrink_file(void) {
   zf_shrink_options_set_verify(o, 1);
   CHECK_CODE(zf_shrink(views, dry, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
   CHECK_STR(b.message, "verify reads the output back; dry_run writes none");
+
+  /* verify of a file into torch shards and into safetensors: every tensor. */
+  PATH(sharded, "%s/sharded/", tmp);
+  PATH(st, "%s/st/", tmp);
+  zf_shrink_options_set_dry_run(o, 0);
+  CHECK_CODE(zf_shrink_options_set_max_shard_size(o, 100, NULL), ZF_OK);
+  zf_shrink_options_set_to_safetensors(o, 0);
+  CHECK_CODE(zf_convert(views, sharded, o, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.verified_tensors, 6);
+  CHECK_EQ_U64(r.verified_bytes, 264);
+  CHECK(exists(sharded));
+  zf_shrink_options_set_to_safetensors(o, 1);
+  CHECK_CODE(zf_convert(views, st, o, &r, NULL), ZF_OK);
+  CHECK_EQ_U64(r.verified_tensors, 6);
   zf_shrink_options_destroy(o);
 }
 
