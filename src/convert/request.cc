@@ -27,6 +27,7 @@ Result<output::Target> ResolveRequestTarget(Env* env, const ShrinkRequest& r, co
   t.part = r.part.kind != output::PartSpec::Kind::kAll;
   t.to_word = w.to;
   t.shards_word = w.max_shard_size;
+  t.choose_format = w.choose_format;
   t.part_word = w.part;
   return output::ResolveTarget(env, r.out, t);
 }

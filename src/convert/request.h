@@ -56,12 +56,15 @@ struct RequestWords {
   const char* max_shard_size;
   const char* dedupe_tied;
   const char* part;
+  const char* choose_format;  // how to name the format when OUT's name does not
 };
 inline constexpr RequestWords kFlagWords = {"use",      "--to",     "--verify", "--dry-run",          "--in-place",
                                             "--force",  "--dtype",  "--select", "--only", "--to safetensors",
-                                            "--max-shard-size", "--dedupe-tied", "--part"};
+                                            "--max-shard-size", "--dedupe-tied", "--part",
+                                            "add --to torch or --to safetensors"};
 inline constexpr RequestWords kOptionWords = {"set",   "the format", "verify", "dry_run",        "in_place", "force",
-                                              "dtype", "select", "only", "to_safetensors", "max_shard_size", "dedupe_tied", "part"};
+                                              "dtype", "select", "only", "to_safetensors", "max_shard_size", "dedupe_tied", "part",
+                                              "set to_safetensors (0: torch, 1: safetensors)"};
 
 // How the request reads OUT (output/target.h ResolveTarget): a file, a
 // folder or standard output, and the format written. kInvalidArgument for

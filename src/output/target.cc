@@ -78,8 +78,7 @@ Result<Target> ResolveTarget(Env* env, const std::string& out, const TargetReque
                   " file name");
   std::optional<ShardFormat> format = r.to ? r.to : named ? named : r.default_format;
   if (!format)
-    return Status::InvalidArgument("cannot tell the output format from '" + out + "': add " + r.to_word +
-                                   " torch or " + r.to_word + " safetensors");
+    return Status::InvalidArgument("cannot tell the output format from '" + out + "': " + r.choose_format);
   t.format = *format;
   const bool stream = t.kind == TargetKind::kStdout || t.zstd;
   if (stream && !r.streams)

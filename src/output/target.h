@@ -58,6 +58,7 @@ struct TargetRequest {
   const char* to_word = "--to";
   const char* shards_word = "--max-shard-size";
   const char* part_word = "--part";
+  const char* choose_format = "add --to torch or --to safetensors";
 };
 
 // Reads OUT as described above. kInvalidArgument (one line; path: OUT where

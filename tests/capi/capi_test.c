@@ -255,6 +255,13 @@ static void test_shrink_file(void) {
   CHECK_CODE(zf_shrink(views, dry, o, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
   CHECK_STR(b.message, "verify reads the output back; dry_run writes none");
 
+  /* An OUT naming no format: the message names the option to set. */
+  PATH(noformat, "%s/out.weights", tmp);
+  CHECK_CODE(zf_convert(views, noformat, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK(strstr(b.message, "cannot tell the output format") != NULL);
+  CHECK(strstr(b.message, "set to_safetensors (0: torch, 1: safetensors)") != NULL);
+  CHECK(!exists(noformat));
+
   /* verify of a file into torch shards and into safetensors: every tensor. */
   PATH(sharded, "%s/sharded/", tmp);
   PATH(st, "%s/st/", tmp);
