@@ -47,6 +47,7 @@ constexpr const char* kDiffHelp =
     "examples:\n"
     "  zerofold diff pytorch_model.bin model.safetensors\n"
     "  zerofold diff --atol 1e-3 --rtol 0 fp32/ bf16/\n"
+    "  zerofold diff --only 'model.layers.0.*,lm_head.*' a.bin b/\n"
     "  zerofold diff --json merged/ reference/ | jq .tensors\n"
     "\n"
     "flags:\n";
@@ -55,6 +56,7 @@ const std::vector<FlagSpec> kDiffFlags = WithLimitFlags({
     {"atol", true, "absolute tolerance: compare as torch.allclose (default 1e-08 once --rtol is given)", "X"},
     {"rtol", true, "relative tolerance: compare as torch.allclose (default 1e-05 once --atol is given)", "X"},
     {"equal-nan", false, "with --atol/--rtol: NaN is close to NaN"},
+    {"only", true, "compare only names matching a glob (*, ?, [..]); comma-separated list", "PATTERN"},
     {"json", false, "print the comparison as JSON on stdout"},
     {"quiet", false, "print nothing; the exit code tells"},
     {"buffer-size", true, "bytes read per block of each side (default 4MiB)", "SIZE"},
@@ -133,6 +135,10 @@ int RunDiff(const std::vector<std::string>& argv) {
   if (options.equal_nan && !options.close_mode())
     return UsageError("diff", "--equal-nan needs --atol or --rtol (without them, NaNs are equal when their bits are)");
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("diff", s.message());
+  if (auto v = args.Value("only")) {
+    options.only = SplitCommas(*v);
+    if (options.only.empty()) return UsageError("diff", "--only needs a pattern");
+  }
   const bool as_json = args.Has("json");
   Result<diff::DiffReport> report = diff::DiffPaths(CommandEnv(), args.positionals[0], args.positionals[1], options);
   if (!report.ok()) {

@@ -17,6 +17,7 @@
 #include "io/cursor.h"
 #include "io/zstd_stream.h"
 #include "model/checkpoint_file.h"
+#include "model/glob.h"
 #include "model/hf_folder.h"
 #include "torch/cast.h"
 
@@ -327,9 +328,10 @@ Result<TensorDiff> DiffTensor(const TensorRef& a, const TensorRef& b, const Diff
 
 Result<DiffReport> DiffTensorSets(const std::vector<TensorRef>& a, const std::vector<TensorRef>& b,
                                   const DiffOptions& options) {
-  auto by_name = [](const std::vector<TensorRef>& side) -> Result<std::map<std::string, const TensorRef*>> {
+  auto by_name = [&](const std::vector<TensorRef>& side) -> Result<std::map<std::string, const TensorRef*>> {
     std::map<std::string, const TensorRef*> names;
     for (const TensorRef& r : side) {
+      if (!options.only.empty() && !model::MatchesAny(options.only, r.tensor->name)) continue;
       auto [it, fresh] = names.emplace(r.tensor->name, &r);
       if (!fresh) {
         std::string where = it->second->src->name() == r.src->name() ? "twice in " + r.src->name()
@@ -402,6 +404,8 @@ Result<DiffReport> DiffPaths(Env* env, const std::string& a, const std::string& 
   ZF_TRY(OpenSide(env, a, options, files_a, opened_a));
   ZF_TRY(OpenSide(env, b, options, files_b, opened_b));
   ZF_ASSIGN_OR_RETURN(DiffReport report, DiffTensorSets(Refs(opened_a), Refs(opened_b), options));
+  if (!options.only.empty() && report.tensors.empty() && report.only_a.empty() && report.only_b.empty())
+    return Status::InvalidArgument("--only matches no tensor of " + a + " or " + b);
   report.files_a = std::move(files_a);
   report.files_b = std::move(files_b);
   return report;

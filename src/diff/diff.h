@@ -59,6 +59,10 @@ struct DiffOptions {
   std::optional<double> atol;
   std::optional<double> rtol;
   bool equal_nan = false;  // close mode: NaN is close to NaN
+  // Compare only the names matching one of these globs (model/glob.h: *, ?,
+  // [..]) on either side; empty: every name. DiffPaths refuses patterns
+  // that match no name of A or B (kInvalidArgument).
+  std::vector<std::string> only;
 
   bool close_mode() const { return atol.has_value() || rtol.has_value(); }
 };

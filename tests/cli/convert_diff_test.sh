@@ -69,6 +69,23 @@ expect "safetensors on standard input" 1 "zerofold: <stdin>: @ 0: unsupported: a
 "
 rm -rf st_folder v.safetensors
 
+# --- diff --only: the names matching the patterns, on both sides ----------------------------
+run_z convert -q --only '0.*' "$F/torch/state_dict.pt" part.safetensors
+run_z diff "$F/torch/state_dict.pt" part.safetensors
+expect "diff against a subset: different (7 names only in A)" 1 ""
+run_z diff --only '0.*' "$F/torch/state_dict.pt" part.safetensors
+expect "diff --only '0.*': the same" 0 ""
+expect_true "diff --only '0.*': two tensors compared" "grep -qx '2 tensors in both: 2 equal, 0 different; 0 only in A, 0 only in B' '$OUT'"
+run_z diff --only '0.*,3.bias' --json "$F/torch/state_dict.pt" part.safetensors
+expect "diff --only '0.*,3.bias': 3.bias only in A" 1 ""
+expect_true "diff --only --json: only_in_a is [3.bias]" \
+  "$PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"only_in_a\"] == [\"3.bias\"] and len(d[\"tensors\"]) == 2' '$OUT'"
+run_z diff --only 'nothing*' "$F/torch/state_dict.pt" part.safetensors
+expect "diff --only matching nothing" 2 "zerofold: diff: --only matches no tensor of $F/torch/state_dict.pt or part.safetensors
+$dhint
+"
+rm -f part.safetensors
+
 # --- round trips: torch -> safetensors -> torch, diff equal, for every fixture -------------
 # (files whose dtypes safetensors or torch 1.13 cannot hold are refused with exit 1)
 n=0

@@ -330,6 +330,26 @@ TEST_CASE("diff: float8 values decode as their formats say") {
   CHECK_EQ(d->max_abs_diff, 0.0625);
 }
 
+TEST_CASE("diff: only compares the names matching a pattern, on both sides") {
+  Side a1 = F32Side({1, 2}, {2}, "layer.0.w"), a2 = F32Side({1}, {1}, "layer.1.w"), a3 = F32Side({5}, {1}, "head");
+  Side b1 = F32Side({1, 2}, {2}, "layer.0.w"), b2 = F32Side({9}, {1}, "layer.1.w"), b3 = F32Side({7}, {1}, "extra");
+  DiffOptions only = Exact();
+  only.only = {"layer.0.*", "head"};
+  Result<DiffReport> r = DiffTensorSets({a1.Ref(), a2.Ref(), a3.Ref()}, {b1.Ref(), b2.Ref(), b3.Ref()}, only);
+  REQUIRE(r.ok());
+  REQUIRE_EQ(r->tensors.size(), 1u);  // layer.1.w differs, but is not asked for
+  CHECK_EQ(r->tensors[0].name, "layer.0.w");
+  CHECK(r->tensors[0].same);
+  CHECK_EQ(r->only_a, std::vector<std::string>{"head"});
+  CHECK(r->only_b.empty());  // "extra" matches no pattern
+  CHECK_EQ(r->different, 0u);
+  // Without the patterns the same sets differ (the check above can fail).
+  Result<DiffReport> all = DiffTensorSets({a1.Ref(), a2.Ref(), a3.Ref()}, {b1.Ref(), b2.Ref(), b3.Ref()}, Exact());
+  REQUIRE(all.ok());
+  CHECK_EQ(all->different, 1u);
+  CHECK_EQ(all->only_b, std::vector<std::string>{"extra"});
+}
+
 TEST_CASE("diff: empty tensors are equal; a view past its storage is corrupt; tiny buffers refused") {
   Side a = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
   Side b = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
