@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
@@ -52,7 +53,7 @@ constexpr const char* kDiffHelp =
     "\n"
     "flags:\n";
 
-const std::vector<FlagSpec> kDiffFlags = WithLimitFlags({
+const std::vector<FlagSpec> kDiffFlags = WithProgressFlags(WithLimitFlags({
     {"atol", true, "absolute tolerance: compare as torch.allclose (default 1e-08 once --rtol is given)", "X"},
     {"rtol", true, "relative tolerance: compare as torch.allclose (default 1e-05 once --atol is given)", "X"},
     {"equal-nan", false, "with --atol/--rtol: NaN is close to NaN"},
@@ -61,7 +62,7 @@ const std::vector<FlagSpec> kDiffFlags = WithLimitFlags({
     {"quiet", false, "print nothing; the exit code tells"},
     {"buffer-size", true, "bytes read per block of each side (default 4MiB)", "SIZE"},
     {"help", false, "show this help"},
-});
+}));
 
 // diff's exit codes: cmp's and diff's, so 1 means "different" only.
 int DiffExitCode(const Status& s) {
@@ -140,7 +141,13 @@ int RunDiff(const std::vector<std::string>& argv) {
     if (options.only.empty()) return UsageError("diff", "--only needs a pattern");
   }
   const bool as_json = args.Has("json");
+  Result<Progress> chosen = ProgressFromFlags(args, args.Has("quiet"), /*dry_run=*/false);
+  if (!chosen.ok()) return UsageError("diff", chosen.status().message());
+  Progress& progress = *chosen;
+  const std::string label = "diff " + args.positionals[0];
+  options.progress = [&](uint64_t done, uint64_t total) { progress.Update(label, done, total); };
   Result<diff::DiffReport> report = diff::DiffPaths(CommandEnv(), args.positionals[0], args.positionals[1], options);
+  progress.Clear();
   if (!report.ok()) {
     if (report.status().code() == Code::kInvalidArgument) return UsageError("diff", report.status().message());
     CommandFailed(report.status(), as_json);

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -246,7 +247,11 @@ Status DiffByDigest(const TensorRef& a, const TensorRef& b, const DiffOptions& o
 
 }  // namespace
 
-Result<TensorDiff> DiffTensor(const TensorRef& a, const TensorRef& b, const DiffOptions& options) {
+namespace {
+
+// DiffTensor, telling `read` the bytes of both sides each block read.
+Result<TensorDiff> DiffTensorReporting(const TensorRef& a, const TensorRef& b, const DiffOptions& options,
+                                       const std::function<void(uint64_t)>& read) {
   if (options.buffer_bytes < 64)
     return Status::InvalidArgument("diff buffer of " + std::to_string(options.buffer_bytes) + " bytes; at least 64");
   const torch::Tensor& ta = *a.tensor;
@@ -282,6 +287,7 @@ Result<TensorDiff> DiffTensor(const TensorRef& a, const TensorRef& b, const Diff
     Status s = ForEachBlock(ta.shape, max_elements, [&](const Block& block, uint64_t first) -> Status {
       ZF_TRY(side_a.Read(block, bytes_a));
       ZF_TRY(side_b.Read(block, bytes_b));
+      if (read) read(bytes_a.size() + bytes_b.size());
       const size_t n = bytes_a.size() / size_a;
       if (n != bytes_b.size() / size_b) return Status::Internal("blocks of different lengths").WithRecord(ta.name);
       // Bit-equal blocks add nothing in exact mode: no element differs, every |a - b| is 0.
@@ -326,6 +332,12 @@ Result<TensorDiff> DiffTensor(const TensorRef& a, const TensorRef& b, const Diff
   return d;
 }
 
+}  // namespace
+
+Result<TensorDiff> DiffTensor(const TensorRef& a, const TensorRef& b, const DiffOptions& options) {
+  return DiffTensorReporting(a, b, options, nullptr);
+}
+
 Result<DiffReport> DiffTensorSets(const std::vector<TensorRef>& a, const std::vector<TensorRef>& b,
                                   const DiffOptions& options) {
   auto by_name = [&](const std::vector<TensorRef>& side) -> Result<std::map<std::string, const TensorRef*>> {
@@ -344,6 +356,14 @@ Result<DiffReport> DiffTensorSets(const std::vector<TensorRef>& a, const std::ve
   };
   ZF_ASSIGN_OR_RETURN(auto names_a, by_name(a));
   ZF_ASSIGN_OR_RETURN(auto names_b, by_name(b));
+  // Progress: the logical bytes of both sides of every name in both (a pair
+  // whose values are not compared counts as read when it is passed).
+  uint64_t total = 0, done = 0;
+  for (const auto& [name, ref] : names_a)
+    if (auto other = names_b.find(name); other != names_b.end())
+      total += ref->tensor->nbytes() + other->second->tensor->nbytes();
+  std::function<void(uint64_t)> read;
+  if (options.progress) read = [&](uint64_t n) { options.progress(done += n, total); };
   DiffReport report;
   for (const auto& [name, ref] : names_a) {
     auto other = names_b.find(name);
@@ -351,7 +371,14 @@ Result<DiffReport> DiffTensorSets(const std::vector<TensorRef>& a, const std::ve
       report.only_a.push_back(name);
       continue;
     }
-    ZF_ASSIGN_OR_RETURN(TensorDiff d, DiffTensor(*ref, *other->second, options));
+    const uint64_t before = done;
+    ZF_ASSIGN_OR_RETURN(TensorDiff d, DiffTensorReporting(*ref, *other->second, options, read));
+    // Blocks may read less than nbytes (a digest-compared dtype reads by
+    // other means): the pair counts whole once compared.
+    if (const uint64_t whole = before + ref->tensor->nbytes() + other->second->tensor->nbytes(); whole != done) {
+      done = whole;
+      if (options.progress) options.progress(done, total);
+    }
     if (!d.same) report.different++;
     report.tensors.push_back(std::move(d));
   }

@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct DiffOptions {
   // [..]) on either side; empty: every name. DiffPaths refuses patterns
   // that match no name of A or B (kInvalidArgument).
   std::vector<std::string> only;
+  // Called as values are read: bytes of both sides read so far, of the
+  // total of the tensors in both (DiffTensorSets; DiffTensor alone never
+  // calls it).
+  std::function<void(uint64_t done, uint64_t total)> progress;
 
   bool close_mode() const { return atol.has_value() || rtol.has_value(); }
 };

@@ -143,6 +143,11 @@ expect_true "progress lines: each in the format" \
   "! grep -Evq '^$stamp shrink $F/torch/views.pt: $amount of $amount \\([0-9]+%\\), $amount/s\$' '$ERR'"
 expect_true "progress lines: the last at 100%" "tail -n 1 '$ERR' | grep -q ' (100%), '"
 expect_true "progress lines: no carriage return" "! grep -q \$'\\r' '$ERR'"
+run_z diff --progress=lines --progress-interval 0 "$F/torch/views.pt" "$F/torch/views.pt"
+expect_true "diff progress lines: exit 0, the last at 100%" \
+  "[ $RC = 0 ] && grep -q ' diff .*views.pt: .* of .* (' '$ERR' && tail -n 1 '$ERR' | grep -q ' (100%), '"
+run_z diff --quiet --progress-interval 0 "$F/torch/views.pt" "$F/torch/views.pt"
+expect "diff --quiet: no progress" 0 ""
 run_z merge --progress=lines --progress-interval=0 "$F/dcp/dim0_ws2/ckpt" m.bin
 expect_true "merge progress lines" \
   "grep -Eq '^$stamp merge $F/dcp/dim0_ws2/ckpt -> m.bin: $amount of $amount \\(100%\\), $amount/s\$' '$ERR'"

@@ -350,6 +350,28 @@ TEST_CASE("diff: only compares the names matching a pattern, on both sides") {
   CHECK_EQ(all->only_b, std::vector<std::string>{"extra"});
 }
 
+TEST_CASE("diff: progress counts both sides' bytes of the names in both, rising to the total") {
+  // 64 float32 elements per side in 16-element blocks (buffer 64 B), a
+  // pair of different shapes (values never read, counted when passed), and a
+  // name on one side only (not counted).
+  std::vector<float> v(64, 1.0f);
+  Side a1 = F32Side(v, {64}, "big"), a2 = F32Side({1, 2}, {2}, "shape"), a3 = F32Side({1}, {1}, "only_a");
+  Side b1 = F32Side(v, {64}, "big"), b2 = F32Side({1, 2}, {1, 2}, "shape");
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  DiffOptions o = Exact(64);
+  o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  Result<DiffReport> r = DiffTensorSets({a1.Ref(), a2.Ref(), a3.Ref()}, {b1.Ref(), b2.Ref()}, o);
+  REQUIRE(r.ok());
+  REQUIRE_FALSE(calls.empty());
+  const uint64_t total = 2 * 256 + 2 * 8;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    CHECK_EQ(calls[i].second, total);
+    if (i > 0) CHECK_GT(calls[i].first, calls[i - 1].first);
+  }
+  CHECK_EQ(calls.back().first, total);
+  CHECK_GE(calls.size(), 4u);  // "big" reports block by block, not once
+}
+
 TEST_CASE("diff: empty tensors are equal; a view past its storage is corrupt; tiny buffers refused") {
   Side a = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
   Side b = MakeSide({}, {{"e", 0, DType::kFloat32, {0, 4}, {4, 1}, 0}});
