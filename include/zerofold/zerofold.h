@@ -595,6 +595,33 @@ ZF_EXPORT zf_code zf_diff_env(const zf_env* env, const char* a, const char* b, d
                               int equal_nan, zf_diff_report* report, char** json, size_t* json_length,
                               zf_error* err) ZF_NOEXCEPT;
 
+/* Every option of `zerofold diff`, for zf_diff_with: tolerances, --only,
+ * the limits, progress (and with it cancellation) and an env. Created with
+ * the defaults (bit for bit, every name, the operating system's files). */
+typedef struct zf_diff_options zf_diff_options;
+ZF_EXPORT zf_diff_options* zf_diff_options_create(void) ZF_NOEXCEPT;
+ZF_EXPORT void zf_diff_options_destroy(zf_diff_options* options) ZF_NOEXCEPT;
+/* Tolerances as zf_diff takes them: >= 0, or negative for "not given";
+ * equal_nan needs one. ZF_E_INVALID_ARGUMENT for a NaN. */
+ZF_EXPORT zf_code zf_diff_options_set_tolerance(zf_diff_options* options, double atol, double rtol,
+                                                int equal_nan, zf_error* err) ZF_NOEXCEPT;
+/* Adds a glob pattern (*, ?, [..]) on tensor names (--only); when any is
+ * set, only names matching one are compared, on both sides; zf_diff_with
+ * refuses patterns that match no name of a or b (ZF_E_INVALID_ARGUMENT). */
+ZF_EXPORT zf_code zf_diff_options_add_only(zf_diff_options* options, const char* pattern, zf_error* err) ZF_NOEXCEPT;
+/* The limits on hostile input by name, as zf_shrink_options_set_number
+ * (no zstd options). */
+ZF_EXPORT zf_code zf_diff_options_set_number(zf_diff_options* options, const char* name, uint64_t value,
+                                             zf_error* err) ZF_NOEXCEPT;
+/* Progress as the values are read (phase "diff"; done and total: bytes of
+ * both sides of the names in both); a nonzero return stops the call with
+ * ZF_CANCELLED. */
+ZF_EXPORT void zf_diff_options_set_progress(zf_diff_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+ZF_EXPORT void zf_diff_options_set_env(zf_diff_options* options, const zf_env* env) ZF_NOEXCEPT;
+/* zf_diff with options (NULL: the defaults); the rest as zf_diff. */
+ZF_EXPORT zf_code zf_diff_with(const char* a, const char* b, const zf_diff_options* options, zf_diff_report* report,
+                               char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -305,4 +305,49 @@ void zf_merge_options_set_read_plan(zf_merge_options* options, zf_read_fn fn, vo
   options->reads_user = user;
 }
 
+zf_diff_options* zf_diff_options_create(void) noexcept {
+  try {
+    return new zf_diff_options();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void zf_diff_options_destroy(zf_diff_options* options) noexcept { delete options; }
+
+zf_code zf_diff_options_set_tolerance(zf_diff_options* options, double atol, double rtol, int equal_nan,
+                                      zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    return zerofold::capi::SetTolerance(options->diff, atol, rtol, equal_nan);
+  });
+}
+
+zf_code zf_diff_options_add_only(zf_diff_options* options, const char* pattern, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
+    options->diff.only.emplace_back(pattern);
+    return Status::OK();
+  });
+}
+
+zf_code zf_diff_options_set_number(zf_diff_options* options, const char* name, uint64_t value,
+                                   zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    return zerofold::capi::SetNumber(&options->diff.read, nullptr, name, value);
+  });
+}
+
+void zf_diff_options_set_progress(zf_diff_options* options, zf_progress_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->progress = fn;
+  options->progress_user = user;
+}
+
+void zf_diff_options_set_env(zf_diff_options* options, const zf_env* env) noexcept {
+  if (options) options->env = env;
+}
+
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "diff/diff.h"
 #include "io/read_plan.h"
 #include "merge/merge.h"
 #include "output/parts.h"
@@ -43,7 +44,19 @@ struct zf_merge_options {
   const zf_env* env = nullptr;  // null: the operating system's files
 };
 
+struct zf_diff_options {
+  // Tolerances, equal_nan, only, read limits; progress stays empty.
+  zerofold::diff::DiffOptions diff;
+  zf_progress_fn progress = nullptr;
+  void* progress_user = nullptr;
+  const zf_env* env = nullptr;  // null: the operating system's files
+};
+
 namespace zerofold::capi {
+
+// Sets `options`' tolerances as zf_diff takes them (negative: not given);
+// kInvalidArgument for a NaN, or equal_nan without a tolerance.
+Status SetTolerance(diff::DiffOptions& options, double atol, double rtol, int equal_nan);
 
 // Hands each range of `plan` to `fn` (zf_read_fn); a nonzero return is
 // kCancelled. OK when fn is null.

@@ -305,6 +305,13 @@ static int on_progress(void* user, const char* phase, uint64_t done, uint64_t to
   return 0;
 }
 
+/* A progress callback that asks to stop at once, counting its calls. */
+static int stop_at_first(void* user, const char* phase, uint64_t done, uint64_t total) {
+  (void)phase, (void)done, (void)total;
+  ++*(int*)user;
+  return 1;
+}
+
 static void test_shrink_in_place_and_progress(void) {
   PATH(views, "%s/torch/views.pt", fixtures);
   PATH(copy, "%s/in_place.pt", tmp);
@@ -775,6 +782,46 @@ static void test_diff(void) {
              ZF_E_NOT_FOUND);
   CHECK(json == NULL);
   CHECK_STR(b.path, fmt("%s/no_such.pt", tmp));
+
+  /* zf_diff_with: NULL options is zf_diff's defaults; tolerance, only,
+   * progress, cancellation. */
+  CHECK_CODE(zf_diff_with(state_dict, cast, NULL, &r, NULL, NULL, NULL), ZF_OK);
+  CHECK_EQ_U64(r.different, 8);
+  zf_diff_options* o = zf_diff_options_create();
+  CHECK(o != NULL);
+  CHECK_CODE(zf_diff_options_set_tolerance(o, -1, 0.01, 0, NULL), ZF_OK);
+  CHECK_CODE(zf_diff_with(state_dict, cast, o, &r, NULL, NULL, NULL), ZF_OK);
+  CHECK_EQ_U64(r.same, 1);
+  CHECK_CODE(zf_diff_options_set_tolerance(o, -1, -1, 1, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK_STR(b.message, "equal_nan needs a tolerance (atol or rtol >= 0)");
+  CHECK_CODE(zf_diff_options_set_tolerance(o, -1, -1, 0, NULL), ZF_OK);  /* bit for bit again */
+  CHECK_CODE(zf_diff_options_add_only(o, "0.*", NULL), ZF_OK);
+  CHECK_CODE(zf_diff_options_add_only(o, "", NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK_CODE(zf_diff_with(state_dict, cast, o, &r, &json, NULL, NULL), ZF_OK);
+  CHECK_EQ_U64(r.tensors, 2);
+  CHECK_EQ_U64(r.different, 2);
+  CHECK(json != NULL && strstr(json, "\"0.weight\"") != NULL && strstr(json, "\"3.bias\"") == NULL);
+  zf_free(json);
+  zf_diff_options_destroy(o);
+  o = zf_diff_options_create();
+  CHECK_CODE(zf_diff_options_add_only(o, "nothing*", NULL), ZF_OK);
+  CHECK_CODE(zf_diff_with(views, views, o, &r, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_INVALID_ARGUMENT);
+  CHECK(strstr(b.message, "--only matches no tensor") != NULL || strstr(b.message, "only matches no tensor") != NULL);
+  zf_diff_options_destroy(o);
+
+  o = zf_diff_options_create();
+  progress_seen p = {{"diff", NULL}, 0, 0, 0, 0, 0};
+  zf_diff_options_set_progress(o, on_progress, &p);
+  CHECK_CODE(zf_diff_with(state_dict, state_dict, o, &r, NULL, NULL, NULL), ZF_OK);
+  CHECK(p.calls > 1);
+  CHECK_EQ_U64(p.bad, 0);
+  CHECK_EQ_U64(p.last_done, 2 * 404);
+  CHECK_EQ_U64(p.last_total, 2 * 404);
+  int stops = 0;
+  zf_diff_options_set_progress(o, stop_at_first, &stops);
+  CHECK_CODE(zf_diff_with(state_dict, state_dict, o, &r, NULL, NULL, error_init(&b, sizeof b.message)), ZF_CANCELLED);
+  CHECK_EQ_U64(stops, 1);
+  zf_diff_options_destroy(o);
 }
 
 /* Parts (zf_*_options_set_part): parts in any order, then finish, give the
