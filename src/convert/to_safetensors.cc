@@ -385,6 +385,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
         gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, options.read_plan);
       }
     }
+    if (part.kind != output::PartSpec::Kind::kPart) ZF_TRY(output::AddTailReads(env, tail, options.read_plan));
   }
   FileWriter writer(inputs, options, to_write);
   output::OutputRollback rollback(env);

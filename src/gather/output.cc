@@ -175,6 +175,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
           report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
       for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], options.read_plan);
     }
+    if (part.kind != output::PartSpec::Kind::kPart) ZF_TRY(output::AddTailReads(env, tail, options.read_plan));
   }
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));

@@ -1,5 +1,6 @@
-// ReadPlan: the byte ranges of its input files a job reads for tensor data,
-// in the order it reads them, so that a caller whose bytes are remote can
+// ReadPlan: the byte ranges of its input files a job reads for tensor data
+// (and the other files a folder output copies, whole, after them), in the
+// order it reads them, so that a caller whose bytes are remote can
 // fetch them ahead in a few large ranged requests.
 //
 // The planners (gather::AddPieceReads, for every reader of storage bytes)

@@ -75,6 +75,15 @@ Result<uint64_t> TailBytes(Env* env, const FolderTail& tail) {
   return bytes;
 }
 
+Status AddTailReads(Env* env, const FolderTail& tail, io::ReadPlan* plan) {
+  for (const std::string& name : tail.copies) {
+    const std::string path = model::JoinPath(tail.copy_from, name);
+    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));
+    plan->Add(path, 0, src->size());
+  }
+  return Status::OK();
+}
+
 namespace {
 
 // Whether the file at `path` holds exactly the bytes of `want`.

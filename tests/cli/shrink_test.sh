@@ -279,12 +279,17 @@ run_z shrink --dry-run --json "$F/hf/bloated" outdir
 expect "--dry-run folder" 0 ""
 [ ! -e outdir ] || fail "--dry-run folder created outdir"
 "$PY" -c '
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 assert d["dry_run"] is True, d
 assert [f["output"] for f in d["files"]] == ["outdir/pytorch_model-0000%d-of-00003.bin" % k for k in (1, 2, 3)], d
 assert [f["stored_bytes_after"] for f in d["files"]] == [8512, 5312, 464], d
-' "$OUT" || fail "--dry-run --json folder: $(cat "$OUT")"
+# The read plan: the shards read, then the copied config.json whole, last.
+config = sys.argv[2] + "/config.json"
+assert d["reads"][-1] == {"path": config, "offset": 0, "length": os.path.getsize(config)}, d["reads"]
+assert all(r["path"].endswith(".bin") for r in d["reads"][:-1]), d["reads"]
+assert d["read_bytes"] == sum(r["length"] for r in d["reads"]), d
+' "$OUT" "$F/hf/bloated" || fail "--dry-run --json folder: $(cat "$OUT")"
 
 # --- --json and --verify on success ------------------------------------------------------
 run_z shrink --json --verify "$views" out.pt
