@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "capi/error.h"
 #include "io/zstd_stream.h"
@@ -42,6 +43,13 @@ Result<output::PartSpec> ParsePartText(const char* text) {
 }
 
 Status NullOptions() { return Status::InvalidArgument("the options handle is NULL"); }
+
+// zf_*_options_add_only: one more --only pattern into `patterns`.
+Status AddOnly(std::vector<std::string>& patterns, const char* pattern) {
+  if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
+  patterns.emplace_back(pattern);
+  return Status::OK();
+}
 
 // A numeric option by its CLI flag's name: a read limit, or (`zstd`
 // non-null) a zstd option.
@@ -238,18 +246,14 @@ zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefi
 zf_code zf_shrink_options_add_only(zf_shrink_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();
-    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
-    options->shrink.only.emplace_back(pattern);
-    return Status::OK();
+    return zerofold::capi::AddOnly(options->shrink.only, pattern);
   });
 }
 
 zf_code zf_merge_options_add_only(zf_merge_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();
-    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
-    options->merge.only.emplace_back(pattern);
-    return Status::OK();
+    return zerofold::capi::AddOnly(options->merge.only, pattern);
   });
 }
 
@@ -326,9 +330,7 @@ zf_code zf_diff_options_set_tolerance(zf_diff_options* options, double atol, dou
 zf_code zf_diff_options_add_only(zf_diff_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();
-    if (pattern == nullptr || *pattern == '\0') return Status::InvalidArgument("only needs a pattern");
-    options->diff.only.emplace_back(pattern);
-    return Status::OK();
+    return zerofold::capi::AddOnly(options->diff.only, pattern);
   });
 }
 

@@ -10,12 +10,24 @@ namespace {
 
 // The one-letter forms: -h is --help, -q is --quiet (for commands that
 // have it; elsewhere -q is an unknown flag like any other).
+struct ShortForm {
+  char letter;
+  const char* name;
+};
+constexpr ShortForm kShortForms[] = {{'h', "help"}, {'q', "quiet"}};
+
+// The flag "-X" names, or nullptr.
 const char* LongName(char letter) {
-  switch (letter) {
-    case 'h': return "help";
-    case 'q': return "quiet";
-    default: return nullptr;
-  }
+  for (const ShortForm& f : kShortForms)
+    if (f.letter == letter) return f.name;
+  return nullptr;
+}
+
+// The letter that also names the flag `name`, or 0.
+char ShortLetter(const std::string& name) {
+  for (const ShortForm& f : kShortForms)
+    if (name == f.name) return f.letter;
+  return 0;
 }
 
 }  // namespace
@@ -71,18 +83,6 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
   return out;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t j = text.find(',', i);
-    if (j == std::string::npos) j = text.size();
-    if (j > i) out.push_back(text.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 std::optional<std::string> ClosestWord(const std::string& word, const std::vector<std::string>& candidates) {
   // Optimal string alignment distance, three rows of the table.
   auto distance = [&](const std::string& b) {
@@ -118,10 +118,9 @@ std::string FlagHelp(const std::vector<FlagSpec>& specs) {
   std::string out;
   for (const FlagSpec& s : specs) {
     if (s.help.empty()) continue;
-    const char* long_name = s.name.empty() ? nullptr : LongName(s.name[0]);
-    const char letter = long_name != nullptr && s.name == long_name ? s.name[0] : 0;
-    std::string left = std::string(letter ? "  -" + std::string(1, letter) + ", --" : "  --") + s.name + (s.takes_value ? " " + s.value_name : "") +
-                       (s.optional_value ? "[=" + s.value_name + "]" : "");
+    const char letter = ShortLetter(s.name);
+    std::string left = (letter ? std::string("  -") + letter + ", --" : std::string("  --")) + s.name +
+                       (s.takes_value ? " " + s.value_name : "") + (s.optional_value ? "[=" + s.value_name + "]" : "");
     if (left.size() < 26) left.resize(26, ' ');
     else left += "\n" + std::string(26, ' ');
     out += left + s.help + "\n";
@@ -162,6 +161,19 @@ Status ApplyBufferSize(const ParsedArgs& args, size_t* bytes) {
   Result<uint64_t> n = ParseSize(*v);
   if (!n.ok() || *n < 4096 || *n > (1ull << 32)) return Status::InvalidArgument("--buffer-size needs 4KiB to 4GiB");
   *bytes = static_cast<size_t>(*n);
+  return Status::OK();
+}
+
+Status ApplyOnly(const ParsedArgs& args, std::vector<std::string>* patterns) {
+  auto v = args.Value("only");
+  if (!v) return Status::OK();
+  patterns->clear();
+  for (size_t i = 0; i <= v->size();) {
+    size_t j = std::min(v->find(',', i), v->size());
+    if (j > i) patterns->push_back(v->substr(i, j - i));
+    i = j + 1;
+  }
+  if (patterns->empty()) return Status::InvalidArgument("--only needs a pattern");
   return Status::OK();
 }
 

@@ -43,9 +43,6 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args, const std::ve
 // substitutions and swaps of neighbours each count 1), if it is close
 // enough to be a typo of it: at most 1 edit for words of up to 4
 // characters, 2 for longer ones. Ties go to the first candidate.
-// The non-empty items of a comma-separated list ("a,,b" gives a, b).
-std::vector<std::string> SplitCommas(const std::string& text);
-
 std::optional<std::string> ClosestWord(const std::string& word, const std::vector<std::string>& candidates);
 
 // "  --name VALUE   help" lines for --help.
@@ -58,6 +55,10 @@ Result<uint64_t> ParseSize(const std::string& text);
 // --buffer-size SIZE, if given, into *bytes: kInvalidArgument unless it is
 // a size (ParseSize) from 4KiB to 4GiB.
 Status ApplyBufferSize(const ParsedArgs& args, size_t* bytes);
+
+// --only PATTERN[,..], if given, into *patterns: the non-empty items of its
+// comma-separated list ("a,,b" gives a, b); kInvalidArgument when none.
+Status ApplyOnly(const ParsedArgs& args, std::vector<std::string>* patterns);
 
 }  // namespace zerofold::cli
 

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "cli/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/limit_flags.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/signals.h"
 #include "diff/diff.h"
@@ -136,10 +136,7 @@ int RunDiff(const std::vector<std::string>& argv) {
   if (options.equal_nan && !options.close_mode())
     return UsageError("diff", "--equal-nan needs --atol or --rtol (without them, NaNs are equal when their bits are)");
   if (Status s = ApplyBufferSize(args, &options.buffer_bytes); !s.ok()) return UsageError("diff", s.message());
-  if (auto v = args.Value("only")) {
-    options.only = SplitCommas(*v);
-    if (options.only.empty()) return UsageError("diff", "--only needs a pattern");
-  }
+  if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError("diff", s.message());
   const bool as_json = args.Has("json");
   Result<Progress> chosen = ProgressFromFlags(args, args.Has("quiet"), /*dry_run=*/false);
   if (!chosen.ok()) return UsageError("diff", chosen.status().message());

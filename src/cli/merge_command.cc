@@ -444,10 +444,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.exclude_frozen = args.Has("exclude-frozen");
   options.select = args.Value("select");
   options.unstack = args.Has("unstack");
-  if (auto v = args.Value("only")) {
-    options.only = SplitCommas(*v);
-    if (options.only.empty()) return UsageError("merge", "--only needs a pattern");
-  }
+  if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError("merge", s.message());
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n == 0) return UsageError("merge", "--max-shard-size takes a size like 5GB, 500MB or 2GiB");

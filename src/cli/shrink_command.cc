@@ -279,10 +279,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
-  if (auto v = args.Value("only")) {
-    options.only = SplitCommas(*v);
-    if (options.only.empty()) return UsageError(command, "--only needs a pattern");
-  }
+  if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError(command, s.message());
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);
     if (!n.ok() || *n == 0) return UsageError(command, "--max-shard-size needs a size such as 5GB, 500MB or 2GiB");

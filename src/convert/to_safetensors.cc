@@ -385,7 +385,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
         gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, options.read_plan);
       }
     }
-    if (part.kind != output::PartSpec::Kind::kPart) ZF_TRY(output::AddTailReads(env, tail, options.read_plan));
+    ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
   }
   FileWriter writer(inputs, options, to_write);
   output::OutputRollback rollback(env);
@@ -396,8 +396,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
       if (part.kind == output::PartSpec::Kind::kAll && part_files.paths[k] != io::kStdioName)
         rollback.Committed(part_files.paths[k]);
-    } else if (options.verify && (part.kind == output::PartSpec::Kind::kFinish ||
-                                  (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index))) {
+    } else if (options.verify && output::VerifiesFile(part, part_files, k)) {
       // A file found complete (a part's own; finish: every file) is checked
       // as a written one is.
       ZF_TRY(writer.VerifyExisting(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));

@@ -17,8 +17,6 @@
 #include "shrink/shrink.h"
 #include "torch/archive_writer.h"
 #include "torch/retarget.h"
-#include "torch/digest.h"
-#include "torch/read.h"
 #include "torch/storage_source.h"
 #include "verify/verify.h"
 #include "zip/entry_source.h"
@@ -46,28 +44,29 @@ Result<std::vector<torch::ExtraRecord>> ExtraRecords(const Input& in) {
 }
 
 // Reads the torch file `back` and compares its tensors with `expected`
-// (verify::VerifyTensors: names in order, dtype, shape, stride, flags and
+// (verify::VerifyOutput: names in order, dtype, shape, stride, flags and
 // values), adding the counts to `report`.
 Status VerifyShard(const Input& in, const torch::Checkpoint& expected, const RandomSource& back,
                    const ConvertOptions& options, ConvertReport& report) {
-  Result<torch::Checkpoint> written = torch::ReadCheckpoint(back, options.read);
-  if (!written.ok()) return Status(written.status()).WithPath(back.name());
-  std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));
-  ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyTensors(*in.src, expected, back, *written, buffer));
+  ZF_ASSIGN_OR_RETURN(verify::VerifyReport v,
+                      verify::VerifyOutput(*in.src, expected, back, options.read, options.buffer_bytes));
   report.verified_tensors += v.tensors;
   report.verified_bytes += v.bytes;
   return Status::OK();
 }
 
+// Checks an archive written, before its commit (verify).
+using CheckWritten = std::function<Status(const RandomSource& written)>;
+
 // Writes the tensors of `ckpt`, read from `in`'s source, reached from its
 // root, as one shrunk (and cast) torch archive at `path` (dry run: writes
 // nothing). Returns its size. Retargets `ckpt`'s tensors to the new storages.
-// With `expected` (verify: `ckpt` as it was before), the archive is read back
-// before its commit and compared with it (VerifyShard), counted in `report`.
+// `check`, if set, reads the archive back before its commit; its error
+// leaves the target as it was.
 Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, const std::string& path,
                             std::span<const torch::ExtraRecord> extras, const ConvertOptions& options,
                             shrink::CastCopier& copier, const std::function<void(uint64_t)>& wrote,
-                            const torch::Checkpoint* expected = nullptr, ConvertReport* report = nullptr) {
+                            const CheckWritten& check = nullptr) {
   const pickle::NodeId root = ckpt.root;
   ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
   ZF_ASSIGN_OR_RETURN(std::vector<shrink::StorageCast> casts, shrink::PlanStorageCasts(ckpt, plan, options.dtype));
@@ -107,9 +106,9 @@ Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, 
   Status written = torch::WriteTorchArchive(contents, fill, sink.get());
   if (written.ok()) written = sources.Finish().WithPath(in.path);
   if (!written.ok()) return written.WithPath(path);
-  if (expected != nullptr) {
+  if (check) {
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink->OpenWritten());
-    ZF_TRY(VerifyShard(in, *expected, *back, options, *report));
+    ZF_TRY(check(*back));
   }
   ZF_TRY(sink->Commit());
   return sink->position();
@@ -266,13 +265,10 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, writing));
       if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[0]);
       if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
-    } else if (options.verify) {  // found complete: checked as ShrinkFile checks what it writes
+    } else if (options.verify && output::VerifiesFile(part, files, 0)) {
+      // Found complete: checked against the input as read (select, only applied).
       ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(files.paths[0]));
-      ZF_ASSIGN_OR_RETURN(verify::VerifyReport v,
-                          verify::VerifyWritten(*in.src, *back, {options.read, options.buffer_bytes, options.select,
-                                                                 options.only}));
-      report.verified_tensors = v.tensors;
-      report.verified_bytes = v.bytes;
+      ZF_TRY(VerifyShard(in, ckpt, *back, options, report));
     }
   } else {
     uint64_t total = 0;
@@ -287,16 +283,17 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       uint64_t size = files.bytes[k];
       if (files.write[k]) {
         ZF_TRY(select_shard(ckpt, k));
+        CheckWritten check;
         torch::Checkpoint expected;
-        if (options.verify) expected = ckpt;  // before WriteShard retargets it
-        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote,
-                                                 options.verify ? &expected : nullptr, &report);
+        if (options.verify) {
+          expected = ckpt;  // before WriteShard retargets it
+          check = [&](const RandomSource& back) { return VerifyShard(in, expected, back, options, report); };
+        }
+        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote, check);
         if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
         size = *wrote_size;
         if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[k]);
-      } else if (options.verify && (part.kind == output::PartSpec::Kind::kFinish ||
-                                    (part.kind == output::PartSpec::Kind::kPart &&
-                                     files.file_parts[k] == part.index))) {
+      } else if (options.verify && output::VerifiesFile(part, files, k)) {
         // A file found complete (a part's own; finish: every file) is
         // checked as a written one is.
         ZF_TRY(select_shard(ckpt, k));

@@ -137,10 +137,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     part_files.paths.push_back(f.path);
     part_files.bytes.push_back(f.bytes);
   }
-  auto mine = [&](size_t k) {
-    return part.kind == output::PartSpec::Kind::kAll ||
-           (part.kind == output::PartSpec::Kind::kPart && part_files.file_parts[k] == part.index);
-  };
   ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
   if (part.kind != output::PartSpec::Kind::kAll) report->parts = part_files;
 
@@ -175,7 +171,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
           report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
       for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], options.read_plan);
     }
-    if (part.kind != output::PartSpec::Kind::kPart) ZF_TRY(output::AddTailReads(env, tail, options.read_plan));
+    ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
   }
   if (options.dry_run) return Status::OK();
   ZF_TRY(CheckDeflatedRecords(plan));
@@ -260,7 +256,7 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
     std::vector<size_t> sink_of(report->files.size(), SIZE_MAX);
     for (size_t k = 0, next_sink = 0; k < report->files.size(); ++k) {
       if (part_files.write[k]) sink_of[k] = next_sink++;
-      if (mine(k)) ks.push_back(k);
+      if (output::VerifiesFile(part, part_files, k)) ks.push_back(k);
     }
     ZF_TRY(verify_files(ks, [&](size_t k) {
       return sink_of[k] != SIZE_MAX ? sinks[sink_of[k]]->OpenWritten() : env->OpenRandom(report->files[k].path);

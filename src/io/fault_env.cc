@@ -48,6 +48,13 @@ class FaultEnv::AtomicSink final : public AtomicFileSink {
  public:
   AtomicSink(FaultEnv* env, std::unique_ptr<AtomicFileSink> base) : env_(env), base_(std::move(base)) {}
   Status Append(std::span<const std::byte> data) override {
+    std::vector<std::byte> flipped;
+    if (const uint64_t at = base_->position(), flip = env_->flip_at_;
+        flip != kNever && flip >= at && flip - at < data.size()) {
+      flipped.assign(data.begin(), data.end());
+      flipped[flip - at] = ~flipped[flip - at];
+      data = flipped;
+    }
     const uint64_t space = env_->space_;
     if (space != 0) {
       const uint64_t used = env_->appended_;
@@ -62,14 +69,7 @@ class FaultEnv::AtomicSink final : public AtomicFileSink {
             .WithPath(name());
       }
     }
-    const uint64_t at = base_->position(), flip = env_->flip_at_;
-    if (flip != kNever && flip >= at && flip - at < data.size()) {
-      std::vector<std::byte> flipped(data.begin(), data.end());
-      flipped[flip - at] = ~flipped[flip - at];
-      ZF_TRY(base_->Append(flipped));
-    } else {
-      ZF_TRY(base_->Append(data));
-    }
+    ZF_TRY(base_->Append(data));
     env_->appended_ += data.size();
     return Status::OK();
   }

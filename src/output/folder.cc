@@ -75,7 +75,8 @@ Result<uint64_t> TailBytes(Env* env, const FolderTail& tail) {
   return bytes;
 }
 
-Status AddTailReads(Env* env, const FolderTail& tail, io::ReadPlan* plan) {
+Status AddTailReads(Env* env, const FolderTail& tail, const PartSpec& part, io::ReadPlan* plan) {
+  if (part.kind == PartSpec::Kind::kPart) return Status::OK();
   for (const std::string& name : tail.copies) {
     const std::string path = model::JoinPath(tail.copy_from, name);
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));

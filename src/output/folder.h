@@ -66,9 +66,9 @@ struct FolderTail {
 std::vector<std::string> TailPaths(const std::string& out, const FolderTail& tail);
 // The bytes the tail writes: the copies' sizes and the index text's.
 Result<uint64_t> TailBytes(Env* env, const FolderTail& tail);
-// Adds to `plan` what writing the tail reads: each copy whole, in order.
-// For a run that writes the tail (not a --part I/N).
-Status AddTailReads(Env* env, const FolderTail& tail, io::ReadPlan* plan);
+// Adds to `plan` what writing the tail reads: each copy whole, in order;
+// nothing for a --part I/N, which writes no tail.
+Status AddTailReads(Env* env, const FolderTail& tail, const PartSpec& part, io::ReadPlan* plan);
 // For --part finish, which writes the tail after the parts wrote the
 // weights: per TailPaths, whether the file already holds exactly the bytes
 // the tail would write (left as is: a finish run again changes nothing). A

@@ -129,4 +129,8 @@ Status SelectPartFiles(Env* env, const PartSpec& part, bool force, bool dry_run,
   return Status::OK();
 }
 
+bool VerifiesFile(const PartSpec& part, const PartFiles& files, size_t k) {
+  return part.kind != PartSpec::Kind::kPart || files.file_parts[k] == part.index;
+}
+
 }  // namespace zerofold::output

@@ -68,6 +68,11 @@ struct PartFiles {
 // REQUIRES: files.paths.size() == files.bytes.size().
 Status SelectPartFiles(Env* env, const PartSpec& part, bool force, bool dry_run, PartFiles& files);
 
+// Whether --verify checks file k in this run: every file for kAll and
+// kFinish, the part's own (written or found complete) for kPart.
+// REQUIRES: `files` went through SelectPartFiles with `part`.
+bool VerifiesFile(const PartSpec& part, const PartFiles& files, size_t k);
+
 }  // namespace zerofold::output
 
 #endif  // ZEROFOLD_OUTPUT_PARTS_H_

@@ -143,8 +143,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     std::vector<std::string> inputs = shards;
     if (index != nullptr) inputs.push_back(index->path);
     ZF_TRY(output::CheckFolderOutput(env, output, inputs, part, out_files, tail, force, options.dry_run, &tail_in_place));
-    if (options.read_plan != nullptr && part.kind != output::PartSpec::Kind::kPart)
-      ZF_TRY(output::AddTailReads(env, tail, options.read_plan));
+    if (options.read_plan != nullptr) ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
   } else if (!options.dry_run) {
     // In place, one shard at a time: the largest replacement must fit.
     uint64_t largest = 0;

@@ -109,10 +109,15 @@ Result<VerifyReport> VerifyWritten(const RandomSource& input, const RandomSource
   Result<model::CheckpointFile> in = model::ReadCheckpointFile(input, options.read, model::SafetensorsGraph::kBuild);
   if (!in.ok()) return Status(in.status()).WithPath(input.name());
   if (Status s = model::SelectTensors(in->ckpt, options.select, options.only, options.read, /*none_ok=*/true); !s.ok()) return s.WithPath(input.name());
-  Result<torch::Checkpoint> out = torch::ReadCheckpoint(output, options.read);
+  return VerifyOutput(input, in->ckpt, output, options.read, options.buffer_bytes);
+}
+
+Result<VerifyReport> VerifyOutput(const RandomSource& input, const torch::Checkpoint& expected,
+                                  const RandomSource& output, const torch::ReadOptions& read, size_t buffer_bytes) {
+  Result<torch::Checkpoint> out = torch::ReadCheckpoint(output, read);
   if (!out.ok()) return Status(out.status()).WithPath(output.name());
-  std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));
-  return VerifyTensors(input, in->ckpt, output, *out, buffer);
+  std::vector<std::byte> buffer(std::max(buffer_bytes, torch::kMinDigestBuffer));
+  return VerifyTensors(input, expected, output, *out, buffer);
 }
 
 }  // namespace zerofold::verify

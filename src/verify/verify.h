@@ -53,6 +53,12 @@ struct VerifyOptions {
   std::vector<std::string> only;
 };
 
+// Reads the torch file `output` and compares its tensors with `expected`,
+// the model (of `input`'s bytes) it was written from, as VerifyTensors, with
+// a digest buffer of buffer_bytes. Errors name the file they concern.
+Result<VerifyReport> VerifyOutput(const RandomSource& input, const torch::Checkpoint& expected,
+                                  const RandomSource& output, const torch::ReadOptions& read, size_t buffer_bytes);
+
 // Reads the torch file `output` (shrink --verify: the output written, before
 // it is committed) and compares its tensors with those of `input`, as
 // VerifyTensors. Errors name the file they concern.

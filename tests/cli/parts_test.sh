@@ -203,6 +203,17 @@ expect_true "convert into torch shards, finish --verify: exit 1 ($rc) naming $f,
 "$Z" convert --quiet --to torch --max-shard-size 300B --part finish "$FIX/torch/state_dict.pt" ts/
 expect_true "convert into torch shards, finish without --verify: sizes only ($?)" "[ $? = 0 ] && ls ts | grep -q index"
 
+# One output file, two parts: part 1 has no file and verifies none (it
+# opened part 0's file, not yet written: exit 3); part 0 and finish check it.
+rm -rf one
+"$Z" convert --quiet --to torch --verify --part 1/2 "$FIX/torch/state_dict.pt" one/ 2>err.txt
+expect_true "one file, --verify --part 1/2: exit 0 ($?), nothing written" "[ $? = 0 ] && [ -z \"\$(ls one 2>/dev/null)\" ]"
+for p in 0/2 finish; do
+  "$Z" convert --to torch --verify --part $p "$FIX/torch/state_dict.pt" one/ >out.txt 2>err.txt
+  expect_true "one file, --verify --part $p: 9 tensors verified" "grep -qx 'verified 9 tensors, 404 bytes' out.txt"
+done
+rm -rf one
+
 # A file complete in size but not in value: skipped without --verify,
 # refused with it (exit 1 naming the file), for safetensors and torch.
 for c in "convert $SF|p|model-00001-of-00005.safetensors" "shrink|pt|pytorch_model-00001-of-00003.bin"; do
