@@ -1,4 +1,3 @@
-#include "output/folder.h"
 #include "convert/to_safetensors.h"
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 #include "model/checkpoint_file.h"
 #include "model/hf_folder.h"
 #include "model/plain_values.h"
+#include "output/file_set.h"
+#include "output/folder.h"
 #include "safetensors/writer.h"
 #include "shrink/cast.h"
 #include "shrink/shrink.h"
@@ -136,41 +137,24 @@ safetensors::Metadata BaseMetadata(const std::vector<Input>& inputs, ConvertRepo
   return metadata;
 }
 
-// Writes one planned file: each tensor gathered (and cast) from its input.
+// Writes and checks planned files: each tensor gathered (and cast) from its input.
 class FileWriter {
  public:
-  FileWriter(const std::vector<Input>& inputs, const ConvertOptions& options, uint64_t total)
+  FileWriter(const std::vector<Input>& inputs, const ConvertOptions& options)
       : inputs_(inputs), options_(options), gatherer_(options.buffer_bytes),
-        cast_(std::max<size_t>(options.buffer_bytes, 64) * 4), total_(total) {}
+        cast_(std::max<size_t>(options.buffer_bytes, 64) * 4) {}
 
-  // Writes `path` ("-" standard output, "X.zst" compressed: io::OpenNamedOutput).
-  Status Write(Env* env, const std::string& path, const safetensors::Layout& layout,
-               const std::vector<const Item*>& by_spec, ConvertReport& report) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> out, io::OpenNamedOutput(env, path, options_.zstd));
-    safetensors::StreamWriter writer(layout, *out->sink());
-    Status s = writer.WriteHeader();
-    for (size_t i = 0; s.ok() && i < layout.tensors.size(); ++i)
-      s = WriteTensor(writer, layout.tensors[i], *by_spec[layout.tensors[i].input_index]);
-    if (s.ok()) s = writer.Finish();
-    if (s.ok()) s = gatherer_.Finish();  // the deflated records' ends and CRC-32s
-    if (s.ok() && options_.verify) {
-      Result<std::unique_ptr<RandomSource>> back = out->OpenWritten();
-      s = back.ok() ? Verify(**back, layout, by_spec, report) : back.status();
-    }
-    if (s.ok()) s = out->Commit();
-    if (!s.ok()) return s.WithPath(path);
-    return Status::OK();
+  // Writes the file of `layout` into `sink`, reporting tensor bytes.
+  Status Write(Sink& sink, const safetensors::Layout& layout, const std::vector<const Item*>& by_spec,
+               const output::WroteBytes& wrote) {
+    safetensors::StreamWriter writer(layout, sink);
+    ZF_TRY(writer.WriteHeader());
+    for (const safetensors::PlannedTensor& planned : layout.tensors)
+      ZF_TRY(WriteTensor(writer, planned, *by_spec[planned.input_index], wrote));
+    ZF_TRY(writer.Finish());
+    return gatherer_.Finish();  // the deflated records' ends and CRC-32s
   }
 
-  // Reads the file at `path` (one this plan wrote before) and compares each
-  // tensor with its input's, as Write does with verify.
-  Status VerifyExisting(Env* env, const std::string& path, const safetensors::Layout& layout,
-                        const std::vector<const Item*>& by_spec, ConvertReport& report) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(path));
-    return Verify(*back, layout, by_spec, report);
-  }
-
- private:
   // Compares each tensor of the file `back` with its input's.
   Status Verify(const RandomSource& back, const safetensors::Layout& layout,
                 const std::vector<const Item*>& by_spec, ConvertReport& report) {
@@ -196,7 +180,9 @@ class FileWriter {
     return Status::OK();
   }
 
-  Status WriteTensor(safetensors::StreamWriter& writer, const safetensors::PlannedTensor& planned, const Item& item) {
+ private:
+  Status WriteTensor(safetensors::StreamWriter& writer, const safetensors::PlannedTensor& planned, const Item& item,
+                     const output::WroteBytes& wrote) {
     const Input& in = inputs_[item.input];
     const torch::Tensor& t = in.ckpt.tensors[item.tensor];
     const torch::Storage& storage = in.ckpt.storages[t.storage];
@@ -216,8 +202,7 @@ class FileWriter {
       }
       write_error = writer.Append(bytes);
       if (!write_error.ok()) return write_error;
-      done_ += bytes.size();
-      if (options_.progress) options_.progress(done_, total_);
+      wrote(bytes.size());
       return Status::OK();
     });
     if (!write_error.ok()) return write_error;
@@ -229,8 +214,6 @@ class FileWriter {
   const ConvertOptions& options_;
   gather::Gatherer gatherer_;
   std::vector<std::byte> cast_;  // cast output of one gather chunk (at most 4x its size)
-  uint64_t done_ = 0;
-  uint64_t total_ = 0;
 };
 
 }  // namespace
@@ -334,83 +317,58 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     planned.push_back(std::move(file));
   }
 
-  const output::PartSpec& part = options.part;
-  if (part.kind != output::PartSpec::Kind::kAll && !folder)
-    return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
-        .WithPath(output);
-  output::PartFiles part_files;
-  for (const OutputFile& f : report.files) {
-    part_files.paths.push_back(f.path);
-    part_files.bytes.push_back(f.bytes);
-  }
-  ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
-  if (part.kind != output::PartSpec::Kind::kAll) report.parts = part_files;
-  // What a folder OUT gets after the weights: the copies, the index, the
-  // removal of an earlier save's other files (as save_pretrained does).
-  output::FolderTail tail;
-  std::vector<bool> tail_in_place;
+  // What a folder OUT gets after the weights: the copies and the index (as
+  // save_pretrained writes them).
+  output::FileSet set;
+  set.out = output;
+  set.folder = folder;
+  set.format = output::ShardFormat::kSafetensors;
+  set.inputs = paths;
   if (folder) {
     if (folder_input && input != output) {
-      tail.copy_from = input;
-      ZF_ASSIGN_OR_RETURN(tail.copies, OtherFiles(env, input, handled));
+      set.tail.copy_from = input;
+      ZF_ASSIGN_OR_RETURN(set.tail.copies, OtherFiles(env, input, handled));
     }
     if (n > 1) {
-      tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors));
-      tail.index_text = output::IndexText(tail.index, total, weight_map);
-    }
-    std::vector<std::string> planned = part_files.paths;
-    if (!tail.index.empty()) planned.push_back(tail.index);
-    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kSafetensors, planned));
-    ZF_TRY(output::CheckFolderOutput(env, output, paths, part, part_files, tail, options.force, options.dry_run,
-                                     &tail_in_place));
-  } else {
-    // The request refused an OUT file that exists (output/target.h).
-    if (!io::IsStreamName(output)) {
-      ZF_TRY(output::CheckTargets(env, paths, {{output}, {}}, /*force=*/true));
-      if (!options.dry_run) ZF_TRY(output::CheckFreeSpace(env, output, report.files[0].bytes));
+      set.tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors));
+      set.tail.index_text = output::IndexText(set.tail.index, total, weight_map);
     }
   }
-
-  uint64_t to_write = 0;  // tensor bytes this run writes, for progress
-  for (size_t k = 0; k < n; ++k)
-    if (part_files.write[k])
-      for (const Item* it : planned[k].by_spec) to_write += it->nbytes;
-  if (options.read_plan != nullptr) {
-    for (size_t k = 0; k < n; ++k) {
-      if (!part_files.write[k]) continue;
-      for (const safetensors::PlannedTensor& planned_tensor : planned[k].layout.tensors) {
-        const Item& item = *planned[k].by_spec[planned_tensor.input_index];
-        const Input& in = inputs[item.input];
-        const torch::Tensor& t = in.ckpt.tensors[item.tensor];
-        gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, options.read_plan);
-      }
-    }
-    ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
-  }
-  FileWriter writer(inputs, options, to_write);
-  output::OutputRollback rollback(env);
-  // finish writes no checkpoint file: OUT holds the parts' files already.
-  if (folder && !options.dry_run && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
-  for (size_t k = 0; k < n && !options.dry_run; ++k) {
-    if (part_files.write[k]) {
-      ZF_TRY(writer.Write(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
-      if (part.kind == output::PartSpec::Kind::kAll && part_files.paths[k] != io::kStdioName)
-        rollback.Committed(part_files.paths[k]);
-    } else if (options.verify && output::VerifiesFile(part, part_files, k)) {
-      // A file found complete (a part's own; finish: every file) is checked
-      // as a written one is.
-      ZF_TRY(writer.VerifyExisting(env, part_files.paths[k], planned[k].layout, planned[k].by_spec, report));
+  FileWriter writer(inputs, options);
+  for (size_t k = 0; k < n; ++k) {
+    output::PlannedFile& f = set.files.emplace_back();
+    const PlannedFile& p = planned[k];
+    f.path = report.files[k].path;
+    f.bytes = report.files[k].bytes;
+    for (const Item* it : p.by_spec) f.payload += it->nbytes;
+    f.write = [&writer, &p](Sink& sink, const output::WroteBytes& wrote) {
+      return writer.Write(sink, p.layout, p.by_spec, wrote);
+    };
+    f.verify = [&writer, &p, &report](const RandomSource& back) {
+      return writer.Verify(back, p.layout, p.by_spec, report);
+    };
+    for (const safetensors::PlannedTensor& planned_tensor : p.layout.tensors) {
+      const Item& item = *p.by_spec[planned_tensor.input_index];
+      const Input& in = inputs[item.input];
+      const torch::Tensor& t = in.ckpt.tensors[item.tensor];
+      gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, &f.reads);
     }
   }
-  report.index = tail.index;
-  if (folder && part.kind != output::PartSpec::Kind::kPart && !options.dry_run) {
-    // The copies before the index, the index before stale shards go: a
-    // folder with an index is complete.
-    ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, &report.copied,
-                             &report.removed));
-  }
-  if (part.kind == output::PartSpec::Kind::kPart) report.index.clear();
-  rollback.Keep();
+  output::FileSetOptions writing;
+  writing.part = options.part;
+  writing.force = options.force;
+  writing.dry_run = options.dry_run;
+  writing.verify = options.verify;
+  writing.buffer_bytes = options.buffer_bytes;
+  writing.zstd = options.zstd;
+  writing.read_plan = options.read_plan;
+  if (options.progress)
+    writing.progress = [&](const output::SetProgress& p) { options.progress(p.done, p.total); };
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  if (options.part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
+  report.copied = std::move(written.copied);
+  report.removed = std::move(written.removed);
+  if (folder && options.part.kind != output::PartSpec::Kind::kPart) report.index = set.tail.index;
   return report;
 }
 

@@ -13,6 +13,7 @@
 #include "gather/verify.h"
 #include "gather/write.h"
 #include "model/hf_folder.h"
+#include "output/file_set.h"
 #include "output/folder.h"
 #include "output/parts.h"
 #include "output/sharding.h"
@@ -130,153 +131,89 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   }
   if (report->files.size() > 1) report->index = model::JoinPath(out, output::IndexFileName(report->format));
 
-  // With --part, which part writes each file (output/parts.h).
-  const output::PartSpec& part = options.part;
-  output::PartFiles part_files;
-  for (const MergeOutputFile& f : report->files) {
-    part_files.paths.push_back(f.path);
-    part_files.bytes.push_back(f.bytes);
-  }
-  ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, part_files));
-  if (part.kind != output::PartSpec::Kind::kAll) report->parts = part_files;
-
-  // Refuse to replace files unasked, and never write onto an input, by any
-  // name (output/target.h). A folder OUT gets, after the weights, the
-  // copies of the checkpoint's model files, the index, and the removal of an
-  // earlier save's other files, as save_pretrained does.
-  output::FolderTail tail;
-  std::vector<bool> tail_in_place;
-  if (target.single_file) {
-    if (!options.dry_run) {
-      ZF_TRY(output::CheckTargets(env, inputs, {{out}, {}}, options.force));
-      ZF_TRY(output::CheckFreeSpace(env, out, report->files[0].bytes));
-    }
-  } else {
-    tail.copy_from = target.copy_from;
-    tail.copies = target.copies;
+  // The files, then (a folder OUT) the copies of the checkpoint's model
+  // files and the index, as save_pretrained writes them: one run of the
+  // output protocol (output/file_set.h).
+  output::FileSet set;
+  set.out = out;
+  set.folder = !target.single_file;
+  set.format = report->format;
+  set.inputs = inputs;
+  if (set.folder) {
+    set.tail.copy_from = target.copy_from;
+    set.tail.copies = target.copies;
     if (!report->index.empty()) {
-      tail.index = report->index;
-      tail.index_text = output::IndexText(report->index, report->tensor_bytes, weight_map);
+      set.tail.index = report->index;
+      set.tail.index_text = output::IndexText(report->index, report->tensor_bytes, weight_map);
     }
-    std::vector<std::string> planned = part_files.paths;
-    if (!tail.index.empty()) planned.push_back(tail.index);
-    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, out, report->format, planned));
-    ZF_TRY(output::CheckFolderOutput(env, out, inputs, part, part_files, tail, options.force, options.dry_run,
-                                     &tail_in_place));
   }
-  if (options.read_plan != nullptr) {
-    for (size_t k = 0; k < report->files.size(); ++k) {
-      if (!part_files.write[k]) continue;
-      const std::vector<size_t>& tensors =
-          report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
-      for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], options.read_plan);
-    }
-    ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
-  }
-  if (options.dry_run) return Status::OK();
-  ZF_TRY(CheckDeflatedRecords(plan));
-
+  set.prepare = [&] { return CheckDeflatedRecords(plan); };
   TensorAssembler assembler(plan.sources, options.buffer_bytes);
-  // --verify: reads back files[k] for each k of `ks` through open_back(k)
-  // and compares every tensor with its sources, before any commit.
-  auto verify_files = [&](const std::vector<size_t>& ks,
-                          const std::function<Result<std::unique_ptr<RandomSource>>(size_t)>& open_back) -> Status {
-    std::vector<std::unique_ptr<RandomSource>> backs;
-    std::vector<const RandomSource*> readers;
-    std::vector<MergeOutputFile> checked_files;
-    uint64_t verify_total = 0;
-    for (size_t k : ks) {
-      Result<std::unique_ptr<RandomSource>> back = open_back(k);
-      if (!back.ok()) return Status(back.status()).WithPath(report->files[k].path);
-      backs.push_back(std::move(*back));
-      readers.push_back(backs.back().get());
-      checked_files.push_back(report->files[k]);
-      for (size_t i : report->files[k].entries) verify_total += entry_bytes[i];
-    }
-    uint64_t checked = 0;
-    auto verify_progress = [&](uint64_t n) {
-      checked += n;
-      if (options.progress) options.progress("verify", checked, verify_total);
-    };
-    ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
-                                                          assembler, options.read, options.buffer_bytes,
-                                                          verify_progress));
-    report->verified = true;
-    report->verified_tensors = v.tensors;
-    report->verified_bytes = v.bytes;
-    return Status::OK();
-  };
-
-  if (part.kind == output::PartSpec::Kind::kFinish) {
-    // Every file was written by its part (SelectPartFiles checked the
-    // sizes; --verify checks every file's values). The index and the
-    // removal of an earlier save's other files come last, so a half-done
-    // output never has an index.
-    if (options.verify) {
-      std::vector<size_t> all(report->files.size());
-      for (size_t k = 0; k < all.size(); ++k) all[k] = k;
-      ZF_TRY(verify_files(all, [&](size_t k) { return env->OpenRandom(report->files[k].path); }));
-    }
-    return output::WriteTail(env, out, tail, tail_in_place, options.buffer_bytes, nullptr, &report->copied,
-                             &report->removed);
-  }
-
-  output::OutputRollback rollback(env);
-  if (!target.single_file) ZF_TRY(rollback.CreateDirs(out));
-  uint64_t done = 0;
-  uint64_t total = 0;
+  uint64_t verify_reads = 0;  // what verify read through the assembler
+  uint64_t checked = 0;
+  uint64_t verify_total = 0;
+  std::vector<uint64_t> file_bytes(report->files.size(), 0);  // tensor bytes per file
   for (size_t k = 0; k < report->files.size(); ++k)
-    if (part_files.write[k])
-      for (size_t i : report->files[k].entries) total += entry_bytes[i];
-  WriteProgress progress = [&](uint64_t n) {
-    done += n;
-    if (options.progress) options.progress("merge", done, total);
-  };
-  std::vector<size_t> to_write;  // indexes into report->files
-  std::vector<std::unique_ptr<AtomicFileSink>> sinks;
+    for (size_t i : report->files[k].entries) file_bytes[k] += entry_bytes[i];
   for (size_t k = 0; k < report->files.size(); ++k) {
-    if (!part_files.write[k]) continue;
-    const MergeOutputFile& f = report->files[k];
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(f.path));
-    // The file sink writes on its own thread (io/flush_behind_writer.h); Flush
-    // ends that and frees its buffers before the next file starts.
-    Status written = report->format == MergeFormat::kTorch
-                         ? WriteTorchFile(torch_files[k], plan, assembler, sink.get(), progress)
-                         : WriteSafetensorsFile(st_files[k], plan, assembler, sink.get(), progress);
-    if (written.ok()) written = sink->Flush();
-    if (!written.ok()) return written.WithPath(f.path);
-    sinks.push_back(std::move(sink));
-    to_write.push_back(k);
-  }
-  report->bytes_read = assembler.bytes_read();  // before verify reads more
-  if (options.verify) {
-    // Before any commit: a mismatch leaves every target as it was. A part
-    // checks its files, those it skipped as complete too.
-    std::vector<size_t> ks;
-    std::vector<size_t> sink_of(report->files.size(), SIZE_MAX);
-    for (size_t k = 0, next_sink = 0; k < report->files.size(); ++k) {
-      if (part_files.write[k]) sink_of[k] = next_sink++;
-      if (output::VerifiesFile(part, part_files, k)) ks.push_back(k);
+    output::PlannedFile& f = set.files.emplace_back();
+    f.path = report->files[k].path;
+    f.bytes = report->files[k].bytes;
+    f.payload = file_bytes[k];
+    if (report->format == MergeFormat::kTorch) {
+      f.write = [&, k](Sink& sink, const output::WroteBytes& wrote) {
+        return WriteTorchFile(torch_files[k], plan, assembler, &sink, wrote);
+      };
+    } else {
+      f.write = [&, k](Sink& sink, const output::WroteBytes& wrote) {
+        return WriteSafetensorsFile(st_files[k], plan, assembler, &sink, wrote);
+      };
     }
-    ZF_TRY(verify_files(ks, [&](size_t k) {
-      return sink_of[k] != SIZE_MAX ? sinks[sink_of[k]]->OpenWritten() : env->OpenRandom(report->files[k].path);
-    }));
+    // --verify: every tensor of the file read back and compared with its sources.
+    f.verify = [&, k](const RandomSource& back) -> Status {
+      const uint64_t before = assembler.bytes_read();
+      auto verify_progress = [&](uint64_t n) {
+        checked += n;
+        if (options.progress) options.progress("verify", checked, verify_total);
+      };
+      const RandomSource* readers[] = {&back};
+      const std::vector<MergeOutputFile> checked_files = {report->files[k]};
+      ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
+                                                            assembler, options.read, options.buffer_bytes,
+                                                            verify_progress));
+      verify_reads += assembler.bytes_read() - before;
+      report->verified = true;
+      report->verified_tensors += v.tensors;
+      report->verified_bytes += v.bytes;
+      return Status::OK();
+    };
+    const std::vector<size_t>& tensors =
+        report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
+    for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], &f.reads);
   }
-  // Every file is complete: commit them, then the copies and the index.
-  // Should anything fail, the files committed before are removed again, so
-  // no partial set of shards is left (output/target.h OutputRollback); a
-  // part's files are complete, and a rerun skips them.
-  for (size_t j = 0; j < sinks.size(); ++j) {
-    MergeOutputFile& f = report->files[to_write[j]];
-    if (Status s = sinks[j]->Commit(); !s.ok()) return s.WithPath(f.path);
-    if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(f.path);
-    f.bytes = sinks[j]->position();
-  }
-  if (part.kind != output::PartSpec::Kind::kPart && !target.single_file) {
-    ZF_TRY(output::WriteTail(env, out, tail, tail_in_place, options.buffer_bytes, &rollback, &report->copied,
-                             &report->removed));
-  }
-  rollback.Keep();
+  output::FileSetOptions writing;
+  writing.part = options.part;
+  writing.force = options.force;
+  writing.dry_run = options.dry_run;
+  writing.verify = options.verify;
+  writing.buffer_bytes = options.buffer_bytes;
+  writing.read_plan = options.read_plan;
+  if (options.progress)
+    writing.progress = [&](const output::SetProgress& p) { options.progress("merge", p.done, p.total); };
+  // Verify's total: the tensor bytes of the files the run checks (a part:
+  // its own, as SelectPartFiles assigns them; else every file).
+  std::vector<uint64_t> planned_bytes;
+  for (const MergeOutputFile& f : report->files) planned_bytes.push_back(f.bytes);
+  const std::vector<uint32_t> file_parts = output::AssignParts(planned_bytes, std::max<uint32_t>(options.part.count, 1));
+  for (size_t k = 0; k < report->files.size(); ++k)
+    if (options.part.kind != output::PartSpec::Kind::kPart || file_parts[k] == options.part.index)
+      verify_total += file_bytes[k];
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  if (options.part.kind != output::PartSpec::Kind::kAll) report->parts = std::move(written.parts);
+  for (size_t k = 0; k < report->files.size(); ++k) report->files[k].bytes = written.stored_bytes[k];
+  report->bytes_read = assembler.bytes_read() - verify_reads;
+  report->copied = std::move(written.copied);
+  report->removed = std::move(written.removed);
   return Status::OK();
 }
 

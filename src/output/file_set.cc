@@ -1,0 +1,151 @@
+#include "output/file_set.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "output/target.h"
+
+namespace zerofold::output {
+
+namespace {
+
+// Step 2 for a run that writes one file (OUT a file or a stream) or
+// replaces its inputs in place.
+Status CheckFileTargets(Env* env, const FileSet& set, const FileSetOptions& options) {
+  if (set.in_place) {
+    if (options.dry_run) return Status::OK();
+    // One file at a time: the largest replacement must fit.
+    uint64_t largest = 0;
+    for (const PlannedFile& f : set.files)
+      if (f.write) largest = std::max(largest, f.bytes);
+    return largest == 0 ? Status::OK() : CheckFreeSpace(env, set.out, largest);
+  }
+  if (io::IsStreamName(set.out)) return Status::OK();  // standard output and .zst take what they take
+  ZF_TRY(CheckTargets(env, set.inputs, {{set.out}, {}}, options.dry_run || options.force));
+  if (options.dry_run) return Status::OK();
+  return CheckFreeSpace(env, set.out, set.files.front().bytes);
+}
+
+}  // namespace
+
+Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions& options) {
+  const PartSpec& part = options.part;
+  if (part.kind != PartSpec::Kind::kAll && !set.folder)
+    return Status::InvalidArgument("--part needs a folder OUT (a file OUT is one file, written by one run)")
+        .WithPath(set.out);
+  FileSetReport report;
+  PartFiles& files = report.parts;
+  for (const PlannedFile& f : set.files) {
+    files.paths.push_back(f.path);
+    files.bytes.push_back(f.bytes);
+  }
+  ZF_TRY(SelectPartFiles(env, part, options.force, options.dry_run, files));
+
+  // Step 2: the targets.
+  std::vector<bool> tail_in_place;
+  const bool tail_applies = set.folder && !set.in_place;
+  if (tail_applies) {
+    std::vector<std::string> planned = files.paths;
+    if (!set.tail.index.empty()) planned.push_back(set.tail.index);
+    ZF_ASSIGN_OR_RETURN(set.tail.stale, EarlierSave(env, set.out, set.format, planned));
+    ZF_TRY(CheckFolderOutput(env, set.out, set.inputs, part, files, set.tail, options.force, options.dry_run,
+                             &tail_in_place));
+  } else {
+    ZF_TRY(CheckFileTargets(env, set, options));
+  }
+
+  // Step 3: the read plan.
+  if (options.read_plan != nullptr) {
+    for (size_t k = 0; k < set.files.size(); ++k)
+      if (files.write[k]) options.read_plan->Append(set.files[k].reads);
+    if (tail_applies) ZF_TRY(AddTailReads(env, set.tail, part, options.read_plan));
+  }
+  report.stored_bytes = files.bytes;
+  auto mine = [&](size_t k) { return part.kind != PartSpec::Kind::kPart || files.file_parts[k] == part.index; };
+  if (options.dry_run) {
+    if (options.file_done)
+      for (size_t k = 0; k < set.files.size(); ++k)
+        if (mine(k)) options.file_done(k, !files.write[k]);
+    return report;
+  }
+
+  // Step 4: the files.
+  if (set.prepare) ZF_TRY(set.prepare());
+  OutputRollback rollback(env);
+  if (tail_applies && part.kind != PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(set.out));
+  SetProgress progress;
+  for (size_t k = 0; k < set.files.size(); ++k) {
+    if (!files.write[k]) continue;
+    progress.files++;
+    progress.total += set.files[k].payload;
+  }
+  WroteBytes wrote = [&](uint64_t n) {
+    progress.done += n;
+    if (options.progress) options.progress(progress);
+  };
+  // A file this run writes has an output until its commit; the others are
+  // complete already: a part's own found complete (finish: every file), or
+  // in place unchanged (no write callback).
+  std::vector<std::unique_ptr<io::NamedOutput>> outputs(set.files.size());
+  auto write_file = [&](size_t k) -> Status {
+    const PlannedFile& f = set.files[k];
+    if (!files.write[k] || f.write == nullptr) return Status::OK();
+    ZF_ASSIGN_OR_RETURN(outputs[k], io::OpenNamedOutput(env, f.path, options.zstd));
+    Status written = f.write(*outputs[k]->sink(), wrote);
+    // A file's writer stops (and frees its buffers) before the next starts.
+    if (written.ok() && !io::IsStreamName(f.path)) written = outputs[k]->sink()->Flush();
+    progress.file++;
+    return written.WithPath(f.path);
+  };
+  auto check_file = [&](size_t k) -> Status {
+    const PlannedFile& f = set.files[k];
+    if (!options.verify || f.verify == nullptr || !mine(k)) return Status::OK();
+    if (outputs[k] == nullptr) {
+      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> found, env->OpenRandom(f.path));
+      return f.verify(*found);
+    }
+    Result<std::unique_ptr<RandomSource>> back = outputs[k]->OpenWritten();
+    Status checked = back.ok() ? f.verify(**back) : back.status();
+    return checked.WithPath(f.path);
+  };
+  auto commit_file = [&](size_t k) -> Status {
+    const PlannedFile& f = set.files[k];
+    if (outputs[k] != nullptr) {
+      ZF_TRY(outputs[k]->Commit().WithPath(f.path));
+      report.stored_bytes[k] = outputs[k]->stored_bytes();
+      outputs[k].reset();
+      if (part.kind == PartSpec::Kind::kAll && !set.in_place && f.path != io::kStdioName) rollback.Committed(f.path);
+    }
+    if (options.file_done && mine(k)) options.file_done(k, !files.write[k]);
+    return Status::OK();
+  };
+  if (set.in_place) {
+    // Each file replaces its input as soon as it is checked: the disk holds
+    // one replacement at a time.
+    for (size_t k = 0; k < set.files.size(); ++k) {
+      ZF_TRY(write_file(k));
+      ZF_TRY(check_file(k));
+      ZF_TRY(commit_file(k));
+    }
+  } else {
+    // Every file written and checked before any is committed: a failure
+    // leaves the targets (an earlier save under --force) as they were.
+    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(write_file(k));
+    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(check_file(k));
+    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(commit_file(k));
+  }
+
+  // Step 5: the tail.
+  if (tail_applies && part.kind != PartSpec::Kind::kPart) {
+    ZF_TRY(WriteTail(env, set.out, set.tail, tail_in_place, options.buffer_bytes, &rollback, &report.copied,
+                     &report.removed));
+  } else if (set.in_place && !set.tail.index.empty()) {
+    ZF_TRY(WriteSmallFile(env, set.tail.index, set.tail.index_text));
+  }
+  rollback.Keep();
+  return report;
+}
+
+}  // namespace zerofold::output
