@@ -354,16 +354,11 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, &f.reads);
     }
   }
-  output::FileSetOptions writing;
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
   writing.part = options.part;
   writing.force = options.force;
-  writing.dry_run = options.dry_run;
-  writing.verify = options.verify;
-  writing.buffer_bytes = options.buffer_bytes;
   writing.zstd = options.zstd;
-  writing.read_plan = options.read_plan;
-  if (options.progress)
-    writing.progress = [&](const output::SetProgress& p) { options.progress(p.done, p.total); };
+  writing.progress = output::SetProgressTo(options.progress);
   ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
   if (options.part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
   report.copied = std::move(written.copied);

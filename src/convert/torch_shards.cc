@@ -14,6 +14,7 @@
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
 #include "shrink/cast.h"
+#include "shrink/prepare.h"
 #include "shrink/shrink.h"
 #include "torch/archive_writer.h"
 #include "torch/retarget.h"
@@ -55,92 +56,55 @@ Status VerifyShard(const Input& in, const torch::Checkpoint& expected, const Ran
   return Status::OK();
 }
 
-// Checks an archive written, before its commit (verify).
-using CheckWritten = std::function<Status(const RandomSource& written)>;
-
-// Writes the tensors of `ckpt`, read from `in`'s source, reached from its
-// root, as one shrunk (and cast) torch archive at `path` (dry run: writes
-// nothing). Returns its size. Retargets `ckpt`'s tensors to the new storages.
-// `check`, if set, reads the archive back before its commit; its error
-// leaves the target as it was.
-Result<uint64_t> WriteShard(Env* env, const Input& in, torch::Checkpoint& ckpt, const std::string& path,
-                            std::span<const torch::ExtraRecord> extras, const ConvertOptions& options,
-                            shrink::CastCopier& copier, const std::function<void(uint64_t)>& wrote,
-                            const CheckWritten& check = nullptr) {
-  const pickle::NodeId root = ckpt.root;
-  ZF_ASSIGN_OR_RETURN(plan::ShrinkPlan plan, plan::PlanShrink(ckpt));
-  ZF_ASSIGN_OR_RETURN(std::vector<shrink::StorageCast> casts, shrink::PlanStorageCasts(ckpt, plan, options.dtype));
-  std::vector<torch::NewStorage> new_storages;
+// One shard's archive: its checkpoint's storages planned exactly sized
+// (and cast), its tensors retargeted to them, data.pkl encoded.
+struct ShardArchive {
+  plan::ShrinkPlan plan;
+  std::vector<shrink::StorageCast> casts;
   std::vector<torch::StorageRecord> records;
-  for (size_t i = 0; i < plan.storages.size(); ++i) {
-    const shrink::StorageCast& c = casts[i];
-    new_storages.push_back({plan.storages[i].key, c.out_nbytes, plan.storages[i].input_storage});
-    records.push_back({plan.storages[i].key, c.out_nbytes});
+  std::vector<std::byte> data_pkl;
+  torch::ArchiveContents contents;  // points into the fields above and the extras
+};
+
+// Plans the archive at `path` of the tensors of `ckpt` reached from its
+// root. Retargets `ckpt`'s tensors to the new storages.
+Result<std::unique_ptr<ShardArchive>> PlanShard(torch::Checkpoint& ckpt, const std::string& path,
+                                                std::span<const torch::ExtraRecord> extras,
+                                                const ConvertOptions& options) {
+  auto a = std::make_unique<ShardArchive>();
+  const pickle::NodeId root = ckpt.root;
+  ZF_ASSIGN_OR_RETURN(a->plan, plan::PlanShrink(ckpt));
+  ZF_ASSIGN_OR_RETURN(a->casts, shrink::PlanStorageCasts(ckpt, a->plan, options.dtype));
+  std::vector<torch::NewStorage> new_storages;
+  for (size_t i = 0; i < a->plan.storages.size(); ++i) {
+    const shrink::StorageCast& c = a->casts[i];
+    new_storages.push_back({a->plan.storages[i].key, c.out_nbytes, a->plan.storages[i].input_storage});
+    a->records.push_back({a->plan.storages[i].key, c.out_nbytes});
   }
   std::vector<torch::NewPlacement> placements;
-  for (const plan::ViewPlacement& v : plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, shrink::CastTargets(casts)));
-  ZF_ASSIGN_OR_RETURN(std::vector<std::byte> pkl, pickle::Encode(ckpt.graph, root));
-  torch::ArchiveContents contents;
-  contents.top_folder = shrink::StemOf(path);
-  contents.data_pkl = pkl;
-  contents.storages = records;
-  contents.extras = extras;
-  if (options.read_plan != nullptr)
-    for (const plan::OutputStorage& o : plan.storages)
-      gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, in.path, options.read_plan);
-  if (options.dry_run) return torch::TorchArchiveSize(contents);
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
-  torch::StorageSources sources(*in.src);
-  auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
-    const plan::OutputStorage& o = plan.storages[index];
-    const torch::Storage& s = ckpt.storages[o.input_storage];
-    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(s));
-    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], s.record,
-                       [&](std::span<const std::byte> bytes) -> Status {
-                         ZF_TRY(emit(bytes));
-                         wrote(bytes.size());
-                         return Status::OK();
-                       });
-  };
-  Status written = torch::WriteTorchArchive(contents, fill, sink.get());
-  if (written.ok()) written = sources.Finish().WithPath(in.path);
-  if (!written.ok()) return written.WithPath(path);
-  if (check) {
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink->OpenWritten());
-    ZF_TRY(check(*back));
-  }
-  ZF_TRY(sink->Commit());
-  return sink->position();
+  for (const plan::ViewPlacement& v : a->plan.views) placements.push_back({v.output_storage, v.storage_offset});
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, shrink::CastTargets(a->casts)));
+  ZF_ASSIGN_OR_RETURN(a->data_pkl, pickle::Encode(ckpt.graph, root));
+  a->contents.top_folder = shrink::StemOf(path);
+  a->contents.data_pkl = a->data_pkl;
+  a->contents.storages = a->records;
+  a->contents.extras = extras;
+  return a;
 }
 
-// The whole checkpoint as one pytorch_model.bin, through ShrinkFile.
-Result<ConvertReport> WriteSingle(Env* env, const std::string& input, const std::string& output,
-                                  const ConvertOptions& options) {
+// The shrink options of the whole checkpoint as one pytorch_model.bin.
+shrink::ShrinkOptions SingleFileOptions(const ConvertOptions& options) {
   shrink::ShrinkOptions shrink;
   shrink.read = options.read;
   shrink.keep_unsafe = options.keep_unsafe;
   shrink.dry_run = options.dry_run;
   shrink.buffer_bytes = options.buffer_bytes;
-  shrink.progress = options.progress;
-  shrink.read_plan = options.read_plan;
   shrink.dtype = options.dtype;
   shrink.select = options.select;
   shrink.only = options.only;
   shrink.convert = options.convert;
   shrink.verify = options.verify;
-  const std::string name = output::SingleFileName(output::ShardFormat::kTorch);
-  ZF_ASSIGN_OR_RETURN(shrink::ShrinkReport r, shrink::ShrinkFile(env, input, model::JoinPath(output, name), shrink));
-  ConvertReport report;
-  report.inputs = {input};
-  report.input_bytes = r.input_file_bytes;
-  report.files.push_back({r.output, r.output_file_bytes, r.tensors});
-  report.verified_tensors = r.verified_tensors;
-  report.verified_bytes = r.verified_bytes;
-  for (const auto& [tensor, nbytes] : r.tensor_nbytes) report.total_size += nbytes;
-  for (const std::string& g : r.unsafe_globals)
-    report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
-  return report;
+  return shrink;
 }
 
 }  // namespace
@@ -167,16 +131,8 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   output::ShardPlan plan = output::PlanShards(items, options.max_shard_bytes);
   const size_t n = plan.shards.size();
   const output::PartSpec& part = options.part;
-  ConvertOptions plan_only = options;
-  plan_only.dry_run = true;
-  plan_only.verify = false;
-  // Each file's reads, planned with it; those of the files this run writes
-  // go to options.read_plan.
-  std::vector<io::ReadPlan> file_reads;
-  // Every file is planned first (exact sizes): the checks of the folder OUT
-  // (output/folder.h CheckFolderOutput) and the parts need them.
-  output::PartFiles files;
-  output::FolderTail tail;
+  // Every file is planned first (exact sizes, reads), then written through
+  // the one protocol (output/file_set.h).
   ConvertReport report;
   std::vector<std::pair<std::string, std::string>> weight_map;
   std::vector<torch::ExtraRecord> extras;
@@ -194,14 +150,23 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
     Status reach = model::DropUnreachableStorages(c);
     return reach.ok() ? reach : reach.WithPath(input);
   };
-  shrink::CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
-  auto nowhere = [](uint64_t) {};
+  output::FileSet set;
+  set.out = output;
+  set.folder = true;
+  set.format = output::ShardFormat::kTorch;
+  set.inputs = {input};
+  std::shared_ptr<shrink::ShrinkReport> single;  // n <= 1: the file's report, filled as it is written
   if (n <= 1) {
     // One file, as ShrinkFile writes it.
-    plan_only.read_plan = &file_reads.emplace_back();
-    ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, plan_only));
-    files.paths = {report.files[0].path};
-    files.bytes = {report.files[0].bytes};
+    const std::string path = model::JoinPath(output, output::SingleFileName(output::ShardFormat::kTorch));
+    ZF_ASSIGN_OR_RETURN(shrink::PlannedShrink p, shrink::PlanShrinkFile(env, input, path, SingleFileOptions(options)));
+    single = p.report;
+    set.files.push_back(std::move(p.file));
+    report.inputs = {input};
+    report.input_bytes = single->input_file_bytes;
+    for (const auto& [tensor, nbytes] : single->tensor_nbytes) report.total_size += nbytes;
+    for (const std::string& g : single->unsafe_globals)
+      report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
   } else {
     if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
       return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
@@ -219,96 +184,58 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
     ZF_ASSIGN_OR_RETURN(extras, ExtraRecords(in));
     for (size_t k = 0; k < n; ++k) {
       const std::string name = output::ShardFileName(output::ShardFormat::kTorch, k + 1, n);
-      files.paths.push_back(model::JoinPath(output, name));
-      // Each shard planned on a copy of the checkpoint: writing retargets its tensors.
+      output::PlannedFile& f = set.files.emplace_back();
+      f.path = model::JoinPath(output, name);
+      // Each shard planned on a copy of the checkpoint: planning retargets its tensors.
       torch::Checkpoint copy = ckpt;
       ZF_TRY(select_shard(copy, k));
-      plan_only.read_plan = &file_reads.emplace_back();
-      Result<uint64_t> size = WriteShard(env, in, copy, files.paths[k], extras, plan_only, copier, nowhere);
-      if (!size.ok()) return Status(size.status()).WithPath(input);
-      files.bytes.push_back(*size);
+      Result<std::unique_ptr<ShardArchive>> a = PlanShard(copy, f.path, extras, options);
+      if (!a.ok()) return Status(a.status()).WithPath(input);
+      f.bytes = torch::TorchArchiveSize((*a)->contents);
+      f.payload = plan.bytes[k];
+      for (const plan::OutputStorage& o : (*a)->plan.storages)
+        gather::AddStorageReads(copy.storages[o.input_storage], o.begin, o.end, in.path, &f.reads);
+      // Written and checked from the shard selected again: one checkpoint
+      // copy at a time.
+      f.write = [&, k, path = f.path](Sink& sink, const output::WroteBytes& wrote) -> Status {
+        torch::Checkpoint shard = ckpt;
+        ZF_TRY(select_shard(shard, k));
+        Result<std::unique_ptr<ShardArchive>> planned = PlanShard(shard, path, extras, options);
+        if (!planned.ok()) return Status(planned.status()).WithPath(input);
+        const ShardArchive& archive = **planned;
+        shrink::CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+        return shrink::WriteShrunkArchive(*in.src, shard.storages, archive.plan, archive.casts, archive.contents,
+                                          copier, sink, wrote);
+      };
+      f.verify = [&, k](const RandomSource& back) -> Status {
+        torch::Checkpoint expected = ckpt;
+        ZF_TRY(select_shard(expected, k));
+        return VerifyShard(in, expected, back, options, report);
+      };
       for (uint32_t i : plan.shards[k]) {
         weight_map.emplace_back(all[i].name, name);
         report.total_size += name_bytes[i];
       }
     }
-    tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kTorch));
-    tail.index_text = output::IndexText(tail.index, report.total_size, weight_map);
+    set.tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kTorch));
+    set.tail.index_text = output::IndexText(set.tail.index, report.total_size, weight_map);
   }
-  // Shards written afresh replace an earlier save whole, as save_pretrained does.
-  std::vector<std::string> planned = files.paths;
-  if (!tail.index.empty()) planned.push_back(tail.index);
-  ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kTorch, planned));
-  ZF_TRY(output::SelectPartFiles(env, part, options.force, options.dry_run, files));
-  std::vector<bool> tail_in_place;
-  ZF_TRY(output::CheckFolderOutput(env, output, {input}, part, files, tail, options.force, options.dry_run,
-                                   &tail_in_place));
-  if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
-  if (options.read_plan != nullptr)
-    for (size_t k = 0; k < file_reads.size() && k < files.write.size(); ++k)
-      if (files.write[k])
-        options.read_plan->Append(file_reads[k]);
-  ConvertOptions writing = options;
-  writing.read_plan = nullptr;
-  if (options.dry_run) {
-    if (n > 1) {
-      for (size_t k = 0; k < n; ++k) report.files.push_back({files.paths[k], files.bytes[k], plan.shards[k].size()});
-      report.index = tail.index;
-    }
-    return report;
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
+  writing.part = part;
+  writing.force = options.force;
+  writing.progress = output::SetProgressTo(options.progress);
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  for (size_t k = 0; k < set.files.size(); ++k) {
+    const size_t tensors = n <= 1 ? single->tensors : plan.shards[k].size();
+    report.files.push_back({set.files[k].path, written.stored_bytes[k], tensors});
   }
-
-  output::OutputRollback rollback(env);
-  if (part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
-  if (n <= 1) {
-    if (files.write[0]) {
-      ZF_ASSIGN_OR_RETURN(report, WriteSingle(env, input, output, writing));
-      if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[0]);
-      if (part.kind != output::PartSpec::Kind::kAll) report.parts = files;
-    } else if (options.verify && output::VerifiesFile(part, files, 0)) {
-      // Found complete: checked against the input as read (select, only applied).
-      ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(files.paths[0]));
-      ZF_TRY(VerifyShard(in, ckpt, *back, options, report));
-    }
-  } else {
-    uint64_t total = 0;
-    for (size_t k = 0; k < n; ++k)
-      if (files.write[k]) total += plan.bytes[k];
-    uint64_t done = 0;
-    auto wrote = [&](uint64_t n) {
-      done += n;
-      if (options.progress) options.progress(done, total);
-    };
-    for (size_t k = 0; k < n; ++k) {
-      uint64_t size = files.bytes[k];
-      if (files.write[k]) {
-        ZF_TRY(select_shard(ckpt, k));
-        CheckWritten check;
-        torch::Checkpoint expected;
-        if (options.verify) {
-          expected = ckpt;  // before WriteShard retargets it
-          check = [&](const RandomSource& back) { return VerifyShard(in, expected, back, options, report); };
-        }
-        Result<uint64_t> wrote_size = WriteShard(env, in, ckpt, files.paths[k], extras, writing, copier, wrote, check);
-        if (!wrote_size.ok()) return Status(wrote_size.status()).WithPath(input);
-        size = *wrote_size;
-        if (part.kind == output::PartSpec::Kind::kAll) rollback.Committed(files.paths[k]);
-      } else if (options.verify && output::VerifiesFile(part, files, k)) {
-        // A file found complete (a part's own; finish: every file) is
-        // checked as a written one is.
-        ZF_TRY(select_shard(ckpt, k));
-        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, env->OpenRandom(files.paths[k]));
-        ZF_TRY(VerifyShard(in, ckpt, *back, options, report));
-      }
-      report.files.push_back({files.paths[k], size, plan.shards[k].size()});
-    }
+  if (single != nullptr) {
+    report.verified_tensors = single->verified_tensors;
+    report.verified_bytes = single->verified_bytes;
   }
-  if (part.kind != output::PartSpec::Kind::kPart) {  // the index and the removals are finish's
-    report.index = tail.index;
-    ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, nullptr,
-                             &report.removed));
-  }
-  rollback.Keep();
+  if (part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
+  if (part.kind != output::PartSpec::Kind::kPart) report.index = set.tail.index;  // the index is finish's
+  report.removed = std::move(written.removed);
   return report;
 }
 

@@ -191,13 +191,9 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
         report->format == MergeFormat::kTorch ? torch_files[k].storage_tensor : st_files[k].tensor_of;
     for (size_t t : tensors) AddTensorReads(plan, plan.tensors[t], &f.reads);
   }
-  output::FileSetOptions writing;
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
   writing.part = options.part;
   writing.force = options.force;
-  writing.dry_run = options.dry_run;
-  writing.verify = options.verify;
-  writing.buffer_bytes = options.buffer_bytes;
-  writing.read_plan = options.read_plan;
   if (options.progress)
     writing.progress = [&](const output::SetProgress& p) { options.progress("merge", p.done, p.total); };
   // Verify's total: the tensor bytes of the files the run checks (a part:

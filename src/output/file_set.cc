@@ -112,14 +112,15 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
   };
   auto commit_file = [&](size_t k) -> Status {
     const PlannedFile& f = set.files[k];
-    if (outputs[k] != nullptr) {
-      ZF_TRY(outputs[k]->Commit().WithPath(f.path));
-      report.stored_bytes[k] = outputs[k]->stored_bytes();
-      outputs[k].reset();
-      if (part.kind == PartSpec::Kind::kAll && !set.in_place && f.path != io::kStdioName) rollback.Committed(f.path);
-    }
-    if (options.file_done && mine(k)) options.file_done(k, !files.write[k]);
+    if (outputs[k] == nullptr) return Status::OK();
+    ZF_TRY(outputs[k]->Commit().WithPath(f.path));
+    report.stored_bytes[k] = outputs[k]->stored_bytes();
+    outputs[k].reset();
+    if (part.kind == PartSpec::Kind::kAll && !set.in_place && f.path != io::kStdioName) rollback.Committed(f.path);
     return Status::OK();
+  };
+  auto done_file = [&](size_t k) {
+    if (options.file_done && mine(k)) options.file_done(k, !files.write[k]);
   };
   if (set.in_place) {
     // Each file replaces its input as soon as it is checked: the disk holds
@@ -128,12 +129,17 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
       ZF_TRY(write_file(k));
       ZF_TRY(check_file(k));
       ZF_TRY(commit_file(k));
+      done_file(k);
     }
   } else {
-    // Every file written and checked before any is committed: a failure
-    // leaves the targets (an earlier save under --force) as they were.
-    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(write_file(k));
-    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(check_file(k));
+    // Each file written and checked in turn (and reported done), none
+    // committed before all are: a failure leaves the targets (an earlier
+    // save under --force) as they were.
+    for (size_t k = 0; k < set.files.size(); ++k) {
+      ZF_TRY(write_file(k));
+      ZF_TRY(check_file(k));
+      done_file(k);
+    }
     for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(commit_file(k));
   }
 

@@ -12,9 +12,10 @@
 //   3. read plan  the files' planned reads, then the tail's copies
 //                 (io/read_plan.h), also for a dry run, which stops here;
 //   4. write      each file into a temp file beside its target (standard
-//                 output and X.zst as io::OpenNamedOutput opens them),
-//                 verified before it is committed (--verify; files a run
-//                 finds complete are verified as they are), committed;
+//                 output and X.zst as io::OpenNamedOutput opens them), then
+//                 verified (--verify; files a run finds complete are
+//                 verified as they are); once every file is, all are
+//                 committed (in place: each, as soon as it is verified);
 //   5. tail       a folder's copies of the input's other files, its index
 //                 (a folder with an index is complete), then the removal of
 //                 an earlier save's other files;
@@ -96,8 +97,10 @@ struct FileSetOptions {
   io::ZstdOptions zstd;                   // "X.zst" outputs
   io::ReadPlan* read_plan = nullptr;      // when set: filled as step 3 says
   std::function<void(const SetProgress&)> progress;
-  // Called as file k is complete (committed, found complete by a part, or
-  // planned in a dry run), in order; `skipped`: not written by this run.
+  // Called as file k is complete (written and checked, or found complete
+  // by a part, or planned in a dry run), in order, before the commits;
+  // `skipped`: not written by this run. A later failure still removes
+  // what the run wrote.
   std::function<void(size_t k, bool skipped)> file_done;
 };
 
@@ -110,6 +113,25 @@ struct FileSetReport {
   std::vector<std::string> copied;   // tail copies written (names)
   std::vector<std::string> removed;  // earlier save's files removed (names)
 };
+
+// The protocol's options from a job's (shrink, convert, merge options all
+// name these fields alike): dry_run, verify, buffer_bytes, read_plan.
+template <typename JobOptions>
+FileSetOptions FileSetOptionsOf(const JobOptions& job) {
+  FileSetOptions o;
+  o.dry_run = job.dry_run;
+  o.verify = job.verify;
+  o.buffer_bytes = job.buffer_bytes;
+  o.read_plan = job.read_plan;
+  return o;
+}
+
+// A job's progress (bytes done of the total) over the whole set.
+inline std::function<void(const SetProgress&)> SetProgressTo(
+    const std::function<void(uint64_t done, uint64_t total)>& progress) {
+  if (!progress) return nullptr;
+  return [progress](const SetProgress& p) { progress(p.done, p.total); };
+}
 
 // Runs the protocol above over `set`. Errors name the file they concern;
 // after an error nothing the run made is left under a final name (but a

@@ -1,6 +1,7 @@
 #include "shrink/shrink.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,146 +33,149 @@ std::string StemOf(const std::string& path) {
 
 namespace {
 
-// Verifies what `sink` holds against `src` when asked, then commits it.
-Result<ShrinkReport> Commit(const RandomSource& src, io::NamedOutput& sink, const ShrinkOptions& options,
-                            ShrinkReport& report) {
-  if (options.verify) {
-    // Before the commit: a mismatch leaves the target, in place the input, as it was.
-    ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> back, sink.OpenWritten());
-    ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, *back, {options.read, options.buffer_bytes, options.select, options.only}));
-    report.verified = true;
-    report.verified_tensors = v.tensors;
-    report.verified_bytes = v.bytes;
-  }
-  ZF_TRY(sink.Commit());
-  report.output_file_bytes = sink.stored_bytes();
-  return report;
-}
+// What a planned shrink's callbacks hold: the opened input and its plan.
+struct ShrinkState {
+  std::unique_ptr<RandomSource> src;
+  torch::Checkpoint ckpt;                      // retargeted to the output storages
+  std::vector<torch::Storage> input_storages;  // the records as read (deflated input)
+  PreparedShrink prepared;
+  std::vector<torch::ExtraRecord> extras;
+  torch::ArchiveContents contents;
+  verify::VerifyOptions verify;
+  size_t buffer_bytes = 0;
+};
 
-// The rewrite would not be smaller than the input: `output` gets the
-// input's bytes; in place (`output` names the input) nothing is written.
-Result<ShrinkReport> CopyUnchanged(Env* env, const RandomSource& src, const std::string& output,
-                                   const ShrinkOptions& options, ShrinkReport report) {
-  report.copied_unchanged = true;
-  report.output_file_bytes = report.input_file_bytes;
-  report.stored_after = report.stored_before;
-  report.storages_after = report.storages_before;
-  report.changed_storages.clear();
-  if (options.dry_run) return report;
-  if (!io::IsStreamName(output) && output != report.input)
-    ZF_TRY(output::CheckFreeSpace(env, output, report.input_file_bytes));
-  if (output == report.input) {
-    if (options.verify) {
-      ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(src, src, {options.read, options.buffer_bytes, options.select, options.only}));
-      report.verified = true;
-      report.verified_tensors = v.tensors;
-      report.verified_bytes = v.bytes;
-    }
-    return report;
+// The copy of the input's bytes, unchanged: a deflated storage record is
+// inflated and CRC-checked first, as a rewrite checks it, so corrupt input
+// is never passed on.
+Status CopyInput(const ShrinkState& state, Sink& sink, const output::WroteBytes& wrote) {
+  const RandomSource& src = *state.src;
+  if (!state.input_storages.empty()) {
+    torch::StorageSources sources(src);
+    for (const torch::Storage& s : state.input_storages)
+      if (Status opened = sources.For(s).status(); !opened.ok()) return opened.WithPath(src.name());
+    if (Status checked = sources.Finish(); !checked.ok()) return checked.WithPath(src.name());
   }
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
-  std::vector<std::byte> buffer(static_cast<size_t>(std::min<uint64_t>(options.buffer_bytes, std::max<uint64_t>(src.size(), 1))));
+  std::vector<std::byte> buffer(
+      static_cast<size_t>(std::min<uint64_t>(state.buffer_bytes, std::max<uint64_t>(src.size(), 1))));
   for (uint64_t pos = 0; pos < src.size();) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), src.size() - pos));
     std::span<std::byte> bytes(buffer.data(), n);
     ZF_TRY(ReadExactAt(src, pos, bytes));
-    Status appended = sink->sink()->Append(bytes);
-    if (!appended.ok()) return appended.WithPath(output);
+    ZF_TRY(sink.Append(bytes));
     pos += n;
-    if (options.progress) options.progress(pos, src.size());
+    wrote(n);
   }
-  return Commit(src, *sink, options, report);
+  return Status::OK();
 }
 
 }  // namespace
 
-Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
-                                const ShrinkOptions& options) {
+Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                     const ShrinkOptions& options) {
   if (options.verify && !options.dry_run) {
     if (options.dtype) return Status::InvalidArgument("--verify compares tensors bit for bit; --dtype changes them");
     if (io::IsStreamName(output))
       return Status::InvalidArgument("--verify reads the output back; a stream ('-', .zst) cannot be").WithPath(output);
   }
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(input));
-  Result<model::CheckpointFile> read = model::ReadCheckpointFile(*src, options.read, model::SafetensorsGraph::kBuild);
+  auto state = std::make_shared<ShrinkState>();
+  ZF_ASSIGN_OR_RETURN(state->src, env->OpenRandom(input));
+  const RandomSource& src = *state->src;
+  Result<model::CheckpointFile> read = model::ReadCheckpointFile(src, options.read, model::SafetensorsGraph::kBuild);
   if (!read.ok()) return Status(read.status()).WithPath(input);
-  torch::Checkpoint& ckpt = read->ckpt;
+  state->ckpt = std::move(read->ckpt);
+  torch::Checkpoint& ckpt = state->ckpt;
   // The records as read (PrepareShrink retargets ckpt to the new storages).
-  const std::vector<torch::Storage> input_storages = ckpt.deflated_records > 0 ? ckpt.storages
-                                                                              : std::vector<torch::Storage>();
+  if (ckpt.deflated_records > 0) state->input_storages = ckpt.storages;
   Result<PreparedShrink> prepared = PrepareShrink(ckpt, input, output, options);
   if (!prepared.ok()) return Status(prepared.status()).WithPath(input);
-  const plan::ShrinkPlan& plan = prepared->plan;
-  const std::vector<StorageCast>& casts = prepared->casts;
-  ShrinkReport& report = prepared->report;
-  report.input_file_bytes = src->size();
+  state->prepared = std::move(prepared).value();
+  const plan::ShrinkPlan& plan = state->prepared.plan;
+  PlannedShrink planned;
+  planned.report = std::make_shared<ShrinkReport>(state->prepared.report);
+  ShrinkReport& report = *planned.report;
+  report.input_file_bytes = src.size();
 
   // Carry the input's other records; their bytes are small.
-  std::vector<torch::ExtraRecord> extras;
   for (const zip::Entry& e : ckpt.other_records) {
-    Result<std::vector<std::byte>> bytes = zip::ReadEntry(*src, e, 1u << 20);
+    Result<std::vector<std::byte>> bytes = zip::ReadEntry(src, e, 1u << 20);
     if (!bytes.ok()) return Status(bytes.status()).WithRecord(e.name).WithPath(input);
     std::string rel = e.name.substr(ckpt.top_folder.empty() ? 0 : ckpt.top_folder.size() + 1);
-    extras.push_back({rel, std::move(*bytes)});
+    state->extras.push_back({rel, std::move(*bytes)});
   }
-  torch::ArchiveContents contents;
-  contents.top_folder = prepared->top_folder;
-  contents.data_pkl = prepared->data_pkl;
-  contents.storages = prepared->records;
-  contents.extras = extras;
+  torch::ArchiveContents& contents = state->contents;
+  contents.top_folder = state->prepared.top_folder;
+  contents.data_pkl = state->prepared.data_pkl;
+  contents.storages = state->prepared.records;
+  contents.extras = state->extras;
   report.output_file_bytes = torch::TorchArchiveSize(contents);
+  state->verify = {options.read, options.buffer_bytes, options.select, options.only};
+  state->buffer_bytes = options.buffer_bytes;
+
+  output::PlannedFile& file = planned.file;
+  file.path = output;
+  std::shared_ptr<ShrinkReport> shared_report = planned.report;
+  file.verify = [state, shared_report](const RandomSource& written) -> Status {
+    ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*state->src, written, state->verify));
+    shared_report->verified = true;
+    shared_report->verified_tensors = v.tensors;
+    shared_report->verified_bytes = v.bytes;
+    return Status::OK();
+  };
   // Copying unchanged keeps the input's format: only a torch input (zip,
   // stored or deflated, or legacy) into torch output; a safetensors input
   // is always converted.
   const bool torch_input = read->format != model::FileFormat::kSafetensors;
-  const bool copy_unchanged =
-      IsPlainShrink(options) && torch_input && report.output_file_bytes >= report.input_file_bytes;
-  if (options.read_plan != nullptr) {
-    if (copy_unchanged) {
-      for (const torch::Storage& s : input_storages)
-        gather::AddStorageReads(s, 0, s.nbytes, input, options.read_plan);
-      options.read_plan->Add(input, 0, src->size());
-    } else {
-      for (const plan::OutputStorage& o : plan.storages)
-        gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, input, options.read_plan);
+  if (IsPlainShrink(options) && torch_input && report.output_file_bytes >= report.input_file_bytes) {
+    report.copied_unchanged = true;
+    report.output_file_bytes = report.input_file_bytes;
+    report.stored_after = report.stored_before;
+    report.storages_after = report.storages_before;
+    report.changed_storages.clear();
+    for (const torch::Storage& s : state->input_storages)
+      gather::AddStorageReads(s, 0, s.nbytes, input, &file.reads);
+    file.reads.Add(input, 0, src.size());
+    file.bytes = report.input_file_bytes;
+    file.payload = src.size();
+    if (output != input) {
+      file.write = [state, shared_report](Sink& sink, const output::WroteBytes& wrote) -> Status {
+        ZF_TRY(CopyInput(*state, sink, wrote));
+        shared_report->output_file_bytes = sink.position();
+        return Status::OK();
+      };
     }
+    return planned;
   }
-  if (copy_unchanged) {
-    // A deflated storage record is inflated and CRC-checked before it is
-    // copied, as a rewrite checks it: corrupt input is never passed on.
-    if (!options.dry_run && !input_storages.empty()) {
-      torch::StorageSources sources(*src);
-      for (const torch::Storage& s : input_storages)
-        if (Status opened = sources.For(s).status(); !opened.ok()) return opened.WithPath(input);
-      if (Status checked = sources.Finish(); !checked.ok()) return checked.WithPath(input);
-    }
-    return CopyUnchanged(env, *src, output, options, std::move(report));
-  }
-  if (options.dry_run) return report;
-  // Streams ('-', .zst) take what they take; a file needs its exact size free.
-  if (!io::IsStreamName(output)) ZF_TRY(output::CheckFreeSpace(env, output, report.output_file_bytes));
-
-  ZF_ASSIGN_OR_RETURN(std::unique_ptr<io::NamedOutput> sink, io::OpenNamedOutput(env, output, options.zstd));
-  CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
-  torch::StorageSources sources(*src);
-  uint64_t done = 0;
-  const uint64_t total = report.stored_after;
-  auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
-    const plan::OutputStorage& o = plan.storages[index];
-    const torch::Storage& in = ckpt.storages[o.input_storage];
-    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(in));
-    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], in.record,
-                       [&](std::span<const std::byte> bytes) -> Status {
-                         ZF_TRY(emit(bytes));
-                         done += bytes.size();
-                         if (options.progress) options.progress(done, total);
-                         return Status::OK();
-                       });
+  for (const plan::OutputStorage& o : plan.storages)
+    gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, input, &file.reads);
+  file.bytes = report.output_file_bytes;
+  file.payload = report.stored_after;
+  file.write = [state, shared_report](Sink& sink, const output::WroteBytes& wrote) -> Status {
+    CastCopier copier(std::max<size_t>(state->buffer_bytes, 4096));
+    ZF_TRY(WriteShrunkArchive(*state->src, state->ckpt.storages, state->prepared.plan, state->prepared.casts,
+                              state->contents, copier, sink, wrote));
+    shared_report->output_file_bytes = sink.position();
+    return Status::OK();
   };
-  Status written = torch::WriteTorchArchive(contents, fill, sink->sink());
-  if (written.ok()) written = sources.Finish().WithPath(input);
-  if (!written.ok()) return written.WithPath(output);
-  return Commit(*src, *sink, options, report);
+  return planned;
+}
+
+Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                const ShrinkOptions& options) {
+  ZF_ASSIGN_OR_RETURN(PlannedShrink planned, PlanShrinkFile(env, input, output, options));
+  output::FileSet set;
+  set.out = output;
+  set.in_place = output == input;
+  set.inputs = {input};
+  set.files.push_back(planned.file);
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
+  writing.force = true;  // the request refused an OUT that exists (output/target.h)
+  writing.zstd = options.zstd;
+  writing.progress = output::SetProgressTo(options.progress);
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  ShrinkReport report = *planned.report;
+  if (!options.dry_run && planned.file.write) report.output_file_bytes = written.stored_bytes[0];
+  return report;
 }
 
 }  // namespace zerofold::shrink

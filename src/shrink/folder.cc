@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "model/hf_folder.h"
+#include "output/file_set.h"
 #include "output/folder.h"
 #include "output/parts.h"
 #include "verify/verify.h"
@@ -69,43 +71,34 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   auto target_of = [&](const std::string& in) { return model::JoinPath(output, TorchName(in.substr(in.rfind('/') + 1))); };
   FolderReport report;
   // Every shard is planned first (metadata only): its exact size, for the
-  // checks of the folder OUT (output/folder.h CheckFolderOutput) and for
-  // --part, which divides the output shards by their planned bytes.
-  std::vector<ShrinkReport> planned;
-  std::vector<io::ReadPlan> shard_reads;  // each shard's, planned with it
-  output::PartFiles& out_files = report.parts;
-  {
-    ShrinkOptions plan_only = options;
-    plan_only.dry_run = true;
-    plan_only.verify = false;
-    plan_only.only_none_ok = true;  // a shard may hold none of --only's names; the folder must not
-    for (const std::string& shard : shards) {
-      plan_only.read_plan = &shard_reads.emplace_back();
-      ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shard, target_of(shard), plan_only));
-      out_files.paths.push_back(target_of(shard));
-      out_files.bytes.push_back(r.output_file_bytes);
-      planned.push_back(std::move(r));
-    }
+  // checks of the folder OUT and for --part, which divides the output
+  // shards by their planned bytes (output/file_set.h).
+  ShrinkOptions shard_options = options;
+  shard_options.only_none_ok = true;  // a shard may hold none of --only's names; the folder must not
+  shard_options.read_plan = nullptr;  // each shard's reads go with its file
+  output::FileSet set;
+  set.out = output;
+  set.folder = true;
+  set.in_place = in_place;
+  set.format = output::ShardFormat::kTorch;
+  set.inputs = shards;
+  std::vector<std::shared_ptr<ShrinkReport>> planned;
+  for (const std::string& shard : shards) {
+    ZF_ASSIGN_OR_RETURN(PlannedShrink p, PlanShrinkFile(env, shard, target_of(shard), shard_options));
+    set.files.push_back(std::move(p.file));
+    planned.push_back(std::move(p.report));
   }
   if (!options.only.empty() &&
-      std::all_of(planned.begin(), planned.end(), [](const ShrinkReport& r) { return r.tensors == 0; }))
+      std::all_of(planned.begin(), planned.end(), [](const auto& r) { return r->tensors == 0; }))
     return Status::InvalidArgument("--only matches no tensor of the folder's shards").WithPath(input);
-  ShrinkOptions shard_options = options;  // each shard as written: no plan (the folder planned above)
-  shard_options.only_none_ok = true;
-  shard_options.read_plan = nullptr;
-  ZF_TRY(output::SelectPartFiles(env, part, force, options.dry_run, out_files));
-  if (options.read_plan != nullptr)
-    for (size_t k = 0; k < shard_reads.size(); ++k)
-      if (out_files.write[k])
-        options.read_plan->Append(shard_reads[k]);
   // The index: its weight_map, and total_size = the nbytes of every name in
   // it (tied names counted per name), from the planned shards.
-  output::FolderTail tail;
   if (index != nullptr) {
+    set.inputs.push_back(index->path);
     std::map<std::string, uint64_t> name_bytes;  // tensor name -> nbytes, over all shards
     for (size_t k = 0; k < shards.size(); ++k)
       if (shards[k] != single_beside_index)
-        for (const auto& [name, nbytes] : planned[k].tensor_nbytes) name_bytes[name] = nbytes;
+        for (const auto& [name, nbytes] : planned[k]->tensor_nbytes) name_bytes[name] = nbytes;
     model::ShardIndex out_index = *index;
     out_index.path = model::JoinPath(output, model::kTorchIndexName);
     if (!options.only.empty())  // names --only left out
@@ -122,86 +115,30 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     out_index.total_size = total;
     report.total_size = total;
     report.index = out_index.path;
-    tail.index = out_index.path;
-    tail.index_text = model::FormatShardIndex(out_index);
+    set.tail.index = out_index.path;
+    set.tail.index_text = model::FormatShardIndex(out_index);
   }
-  std::vector<bool> tail_in_place;
   if (!in_place) {
     // IN's other files (config, tokenizer; not hidden ones), copied as they
     // are after the shards, in name order.
     std::set<std::string> handled;
     for (const std::string& shard : shards) handled.insert(shard.substr(shard.rfind('/') + 1));
     if (index != nullptr) handled.insert(index->path.substr(index->path.rfind('/') + 1));
-    tail.copy_from = input;
-    ZF_ASSIGN_OR_RETURN(tail.copies, output::OtherFileNames(env, input, handled));
-    // An earlier save's other files go, as save_pretrained removes them.
-    std::vector<std::string> written = out_files.paths;
-    if (!tail.index.empty()) written.push_back(tail.index);
-    ZF_ASSIGN_OR_RETURN(tail.stale, output::EarlierSave(env, output, output::ShardFormat::kTorch, written));
-    // OUT's files must not be IN's by another name: each would be replaced
-    // before (or after) it is read.
-    std::vector<std::string> inputs = shards;
-    if (index != nullptr) inputs.push_back(index->path);
-    ZF_TRY(output::CheckFolderOutput(env, output, inputs, part, out_files, tail, force, options.dry_run, &tail_in_place));
-    if (options.read_plan != nullptr) ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
-  } else if (!options.dry_run) {
-    // In place, one shard at a time: the largest replacement must fit.
-    uint64_t largest = 0;
-    for (uint64_t b : out_files.bytes) largest = std::max(largest, b);
-    ZF_TRY(output::CheckFreeSpace(env, output, largest));
+    set.tail.copy_from = input;
+    ZF_ASSIGN_OR_RETURN(set.tail.copies, output::OtherFileNames(env, input, handled));
   }
-  if (part.kind == output::PartSpec::Kind::kAll) out_files = output::PartFiles{};
-
-  // A failing run removes what it wrote before the failure (in place, each
-  // shard replaced its input: atomic per file, nothing to take back; a
-  // part's files are complete, and a rerun skips them).
-  output::OutputRollback rollback(env);
-  // finish writes no shard: OUT holds the parts' shards already.
-  if (!options.dry_run && !in_place && part.kind != output::PartSpec::Kind::kFinish) ZF_TRY(rollback.CreateDirs(output));
-  const std::vector<bool> write = part.kind == output::PartSpec::Kind::kAll ? std::vector<bool>(shards.size(), true)
-                                                                            : out_files.write;
-  for (size_t k = 0; k < shards.size(); ++k) {
-    if (!write[k]) {
-      if (part.kind == output::PartSpec::Kind::kPart && out_files.file_parts[k] != part.index) continue;
-      // Complete (a part's own; finish: every shard): with verify, checked
-      // as a written shard is.
-      if (options.verify && !options.dry_run) {
-        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> in, env->OpenRandom(shards[k]));
-        ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> out, env->OpenRandom(target_of(shards[k])));
-        ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*in, *out, {options.read, options.buffer_bytes, options.select, options.only}));
-        planned[k].verified = true;
-        planned[k].verified_tensors = v.tensors;
-        planned[k].verified_bytes = v.bytes;
-      }
-      report.shards.push_back(planned[k]);
-      if (options.file_done) options.file_done(report.shards.back(), true);
-      continue;
-    }
-    if (options.dry_run) {
-      report.shards.push_back(planned[k]);
-      if (options.file_done) options.file_done(report.shards.back(), false);
-      continue;
-    }
-    ZF_ASSIGN_OR_RETURN(ShrinkReport r, ShrinkFile(env, shards[k], target_of(shards[k]), shard_options));
-    if (!in_place && part.kind == output::PartSpec::Kind::kAll) rollback.Committed(target_of(shards[k]));
-    report.shards.push_back(std::move(r));
-    if (options.file_done) options.file_done(report.shards.back(), false);
-  }
-  if (part.kind == output::PartSpec::Kind::kPart) {  // the index and the rest are finish's
-    report.index.clear();
-    rollback.Keep();
-    return report;
-  }
-  if (options.dry_run || in_place) {
-    if (in_place && !options.dry_run && index != nullptr)
-      ZF_TRY(output::WriteSmallFile(env, report.index, tail.index_text));
-    rollback.Keep();
-    return report;
-  }
-  // The copies before the index: a folder with an index is complete.
-  ZF_TRY(output::WriteTail(env, output, tail, tail_in_place, options.buffer_bytes, &rollback, &report.copied,
-                           nullptr));
-  rollback.Keep();
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
+  writing.part = part;
+  writing.force = force;
+  writing.progress = output::SetProgressTo(options.progress);
+  writing.file_done = [&](size_t k, bool skipped) {
+    report.shards.push_back(*planned[k]);
+    if (options.file_done) options.file_done(report.shards.back(), skipped);
+  };
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  if (part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
+  if (part.kind == output::PartSpec::Kind::kPart) report.index.clear();  // the index and the rest are finish's
+  report.copied = std::move(written.copied);
   return report;
 }
 

@@ -6,6 +6,7 @@
 #include "model/select.h"
 #include "pickle/encoder.h"
 #include "torch/retarget.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::shrink {
 namespace {
@@ -92,6 +93,26 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
   ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(p.casts)));
   ZF_ASSIGN_OR_RETURN(p.data_pkl, pickle::Encode(ckpt.graph, ckpt.root));
   return p;
+}
+
+Status WriteShrunkArchive(const RandomSource& src, const std::vector<torch::Storage>& storages,
+                          const plan::ShrinkPlan& plan, const std::vector<StorageCast>& casts,
+                          const torch::ArchiveContents& contents, CastCopier& copier, Sink& sink,
+                          const std::function<void(uint64_t)>& wrote) {
+  torch::StorageSources sources(src);
+  auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
+    const plan::OutputStorage& o = plan.storages[index];
+    const torch::Storage& in = storages[o.input_storage];
+    ZF_ASSIGN_OR_RETURN(const RandomSource* bytes, sources.For(in));
+    return copier.Copy(*bytes, o.begin, o.nbytes(), casts[index], in.record,
+                       [&](std::span<const std::byte> bytes) -> Status {
+                         ZF_TRY(emit(bytes));
+                         wrote(bytes.size());
+                         return Status::OK();
+                       });
+  };
+  ZF_TRY(torch::WriteTorchArchive(contents, fill, &sink));
+  return sources.Finish().WithPath(src.name());
 }
 
 }  // namespace zerofold::shrink

@@ -3,10 +3,12 @@
 // output storages and their casts, point every view at its new storage and
 // encode the new data.pkl. Pure: no I/O, so the file form (ShrinkFile) and
 // the one-pass form (ShrinkStream) plan the same archive for the same model.
+// Then, for the file forms, the copy of the planned storages.
 #ifndef ZEROFOLD_SHRINK_PREPARE_H_
 #define ZEROFOLD_SHRINK_PREPARE_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,17 @@ bool IsPlainShrink(const ShrinkOptions& options);
 // rules refuse; SelectSubtree's, the planner's and the encoder's errors.
 Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string& input, const std::string& output,
                                      const ShrinkOptions& options);
+
+// Writes `contents` into `sink`: each output storage of `plan` is copied
+// from its input storage (of `storages`, read from `src` through a
+// torch::StorageSources: deflated records inflated and CRC-checked) and cast
+// as `casts` says, reporting the storage bytes emitted through `wrote`. The
+// one storage copier of ShrinkFile and convert's torch shards. Read errors
+// carry src's name.
+Status WriteShrunkArchive(const RandomSource& src, const std::vector<torch::Storage>& storages,
+                          const plan::ShrinkPlan& plan, const std::vector<StorageCast>& casts,
+                          const torch::ArchiveContents& contents, CastCopier& copier, Sink& sink,
+                          const std::function<void(uint64_t)>& wrote);
 
 }  // namespace zerofold::shrink
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "io/read_plan.h"
 #include "io/zstd_stream.h"
 #include "model/listing.h"
+#include "output/file_set.h"
 #include "output/parts.h"
 #include "torch/checkpoint.h"
 #include "zerofold/env.h"
@@ -93,6 +95,24 @@ struct ShrinkReport {
   size_t verified_tensors = 0;   // verify: tensors compared
   uint64_t verified_bytes = 0;   // verify: their logical bytes
 };
+
+// One torch file's shrink, planned from its metadata (nothing written) and
+// ready to write through output::WriteFileSet: ShrinkFile writes one alone,
+// ShrinkFolder and convert into a folder one per file. The callbacks of
+// `file` own the opened input, and fill `report` as they run: the bytes
+// written (output_file_bytes; a stream's uncompressed) and what verify
+// compared. A plain shrink whose rewrite would not be smaller copies the
+// input's bytes (copied_unchanged); in place it writes nothing (`file.write`
+// null) and verify reads the input itself.
+struct PlannedShrink {
+  std::shared_ptr<ShrinkReport> report;  // as a dry run reports it, until written
+  output::PlannedFile file;
+};
+
+// Plans the shrink of `input` into `output` as ShrinkFile does (the same
+// checks and errors), opening `input` and reading its metadata only.
+Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const std::string& output,
+                                     const ShrinkOptions& options);
 
 // Shrinks the torch file `input` into `output` (a torch zip archive), which
 // may be the same path: the output is written to a temp file in its folder
