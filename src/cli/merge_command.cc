@@ -473,6 +473,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   io::ReadPlan reads;
   if (as_json && options.dry_run) options.read_plan = &reads;
   Result<merge::MergeReport> r = merge::MergeCheckpoint(CommandEnv(), ckpt, out, options);
+  RunEnded(r.ok());
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(CommandEnv());
   if (!r.ok()) {

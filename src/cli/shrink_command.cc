@@ -333,6 +333,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     return ExitCodeFor(s);
   }
   Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
+  RunEnded(outcome.ok());
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);

@@ -23,6 +23,7 @@
 #include <random>
 #include <string>
 
+#include "io/exit_cleanup.h"
 #include "io/flush_behind_writer.h"
 #include "io/temp_name.h"
 #include "zerofold/env.h"
@@ -223,8 +224,9 @@ constexpr int kStdinPipeBytes = 1 << 20;
 
 class PosixAtomicFileSink final : public AtomicFileSink {
  public:
-  PosixAtomicFileSink(std::string target, std::string temp, int fd)
-      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd), writer_(fd, target_) {}
+  PosixAtomicFileSink(std::string target, std::string temp, int fd, io::ExitCleanup::Entry temp_entry)
+      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd), writer_(fd, target_),
+        temp_entry_(std::move(temp_entry)) {}
   ~PosixAtomicFileSink() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(temp_.c_str());
@@ -245,7 +247,23 @@ class PosixAtomicFileSink final : public AtomicFileSink {
       return PosixError(target_, "close", errno);
     }
     fd_ = -1;
-    if (::rename(temp_.c_str(), target_.c_str()) != 0) return PosixError(target_, "rename", errno);
+    // A stop at once (io/exit_cleanup.h) removes the file from its rename on
+    // when the rename created it; a file it replaced stays, made by no run.
+    io::ExitCleanup::Entry made(io::ExitCleanup::Process(), target_, io::ExitCleanup::Kind::kOutput);
+    int rename_error = 0;
+    {
+      io::ExitCleanup::Section section(io::ExitCleanup::Process());
+      struct stat st;
+      const bool existed = ::lstat(target_.c_str(), &st) == 0;
+      if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+        rename_error = errno;
+      } else {
+        if (!existed) made.Arm();
+        temp_entry_.Drop();
+      }
+    }
+    if (rename_error != 0) return PosixError(target_, "rename", rename_error);
+    made.Keep();
     committed_ = true;
     int dfd = ::open(DirName(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
@@ -265,6 +283,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   std::string temp_;
   int fd_;
   io::FlushBehindWriter writer_;  // large files leave the page cache as they reach the disk
+  io::ExitCleanup::Entry temp_entry_;  // the temp file, for a stop at once
   bool committed_ = false;
 };
 
@@ -409,9 +428,16 @@ class PosixEnv final : public Env {
     std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::string temp = (bare ? "" : dir + "/") + io::TempFileName(base, Self(), rng());
-      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd));
-      if (errno != EEXIST) return PosixError(path, "create temp file", errno);
+      io::ExitCleanup::Entry entry(io::ExitCleanup::Process(), temp, io::ExitCleanup::Kind::kTemp);
+      int fd, open_error;
+      {
+        io::ExitCleanup::Section section(io::ExitCleanup::Process());  // made and registered as one step
+        fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        open_error = errno;
+        if (fd >= 0) entry.Arm();
+      }
+      if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd, std::move(entry)));
+      if (open_error != EEXIST) return PosixError(path, "create temp file", open_error);
     }
     return Status::IOError("could not create a unique temp file").WithPath(path);
   }
