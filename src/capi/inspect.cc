@@ -27,7 +27,8 @@ zf_code zf_inspect_json_env(const zf_env* env, const char* path, char** json, si
     if (json == nullptr) return Status::InvalidArgument("json is NULL; it receives the document");
     zerofold::capi::CallEnv call(env, "");
     // `zerofold inspect --json PATH`: the same report, the same document.
-    const zerofold::inspect::Report report = zerofold::inspect::Inspect(call.env(), {path}, zerofold::model::ListOptions());
+    const zerofold::inspect::Report report =
+        zerofold::inspect::Inspect(call.env(), {path}, zerofold::model::ListOptions());
     zerofold::Result<std::string> doc = zerofold::inspect::ReportJson(report);
     if (!doc.ok()) return Status::Internal("inspect JSON document: " + doc.status().message());
     zerofold::capi::HandOut(*doc, json, json_length);

@@ -1,6 +1,5 @@
 #include "inspect/json.h"
 
-#include <vector>
 
 #include "json/writer.h"
 #include "model/listing_json.h"
@@ -11,11 +10,6 @@ namespace {
 
 // {"path", "format":"deepspeed", "deepspeed":{...}} (README.md).
 void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
-  auto strings = [&w](const std::vector<std::string>& v) {
-    w.BeginArray();
-    for (const std::string& s : v) w.String(s);
-    w.EndArray();
-  };
   w.BeginObject();
   w.Key("path"); w.String(z.checkpoint);
   w.Key("format"); w.String("deepspeed");
@@ -28,8 +22,8 @@ void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
   w.Key("zero_stage"); w.Int(z.stage);
   w.Key("world_size"); w.Uint(z.world_size);
   w.Key("optimizer"); w.String(z.optimizer);
-  w.Key("master_dtypes"); strings(z.master_dtypes);
-  w.Key("module_dtypes"); strings(z.module_dtypes);
+  model::WriteStringArray(w, "master_dtypes", z.master_dtypes);
+  model::WriteStringArray(w, "module_dtypes", z.module_dtypes);
   w.Key("params"); w.Uint(z.params);
   w.Key("frozen_params"); w.Uint(z.frozen_params);
   w.Key("buffers"); w.Uint(z.buffers);
@@ -52,7 +46,7 @@ void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
   w.Key("mergeable"); w.Bool(z.mergeable);
   w.Key("tensors"); w.Uint(z.merge_tensors);
   w.Key("bytes"); w.Uint(z.merge_bytes);
-  w.Key("linked_by_value"); strings(z.linked_by_value);
+  model::WriteStringArray(w, "linked_by_value", z.linked_by_value);
   w.Key("refusal");
   if (z.refusal.ok()) w.Null();
   else model::WriteJsonError(w, z.refusal);
