@@ -529,10 +529,14 @@ ZF_EXPORT zf_code zf_merge(const char* ckpt_dir, const char* out, const zf_merge
 /* ---- inspect and verify ------------------------------------------------ */
 
 /* Lists `path` (a torch file, a safetensors file, a Hugging Face model
- * folder, or a Distributed Checkpoint folder) as `zerofold inspect --json PATH` does, reading no tensor bytes:
- * the same JSON document, byte for byte, trailing newline included (schema
- * in README.md). A file that cannot be listed appears in the document with
- * an "error" object, as in the CLI.
+ * folder, a Distributed Checkpoint folder, a Megatron-Core torch_dist
+ * checkpoint, or a DeepSpeed checkpoint folder) as `zerofold inspect --json
+ * PATH` does, through the same library call, reading no tensor bytes: the
+ * same JSON document, byte for byte, trailing newline included (schema in
+ * README.md). A file that cannot be listed appears in the document with an
+ * "error" object, as in the CLI; a Megatron or DeepSpeed checkpoint that
+ * merge would refuse is described (its "refusal"), not an error. The CLI's
+ * warnings (stderr) have no counterpart here.
  * On return *json is the document, NUL-terminated, and *json_length its
  * length (json_length may be NULL), or *json is NULL when no document could
  * be made (invalid arguments, out of memory, ZF_E_INTERNAL from the JSON

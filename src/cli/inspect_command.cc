@@ -1,7 +1,6 @@
 // zerofold inspect PATH... [--json]
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,14 +11,9 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/signals.h"
-#include "dcp/listing.h"
-#include "megatron/inspect.h"
-#include "model/hf_folder.h"
-#include "model/listing.h"
+#include "inspect/inspect.h"
+#include "inspect/json.h"
 #include "model/listing_json.h"
-#include "shrink/shrink.h"
-#include "zero/inspect.h"
-#include "zerofold/env.h"
 
 namespace zerofold::cli {
 
@@ -227,57 +221,6 @@ void PrintZero(const zero::ZeroInspection& z) {
   }
 }
 
-void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
-  auto strings = [&w](const std::vector<std::string>& v) {
-    w.BeginArray();
-    for (const std::string& s : v) w.String(s);
-    w.EndArray();
-  };
-  w.BeginObject();
-  w.Key("path"); w.String(z.checkpoint);
-  w.Key("format"); w.String("deepspeed");
-  w.Key("deepspeed");
-  w.BeginObject();
-  w.Key("layout"); w.String(z.layout);
-  w.Key("tag_folder"); w.String(z.tag_folder);
-  w.Key("tag"); w.String(z.tag);
-  w.Key("ds_version"); w.String(z.ds_version);
-  w.Key("zero_stage"); w.Int(z.stage);
-  w.Key("world_size"); w.Uint(z.world_size);
-  w.Key("optimizer"); w.String(z.optimizer);
-  w.Key("master_dtypes"); strings(z.master_dtypes);
-  w.Key("module_dtypes"); strings(z.module_dtypes);
-  w.Key("params"); w.Uint(z.params);
-  w.Key("frozen_params"); w.Uint(z.frozen_params);
-  w.Key("buffers"); w.Uint(z.buffers);
-  w.Key("ties"); w.Uint(z.ties);
-  w.Key("master_bytes"); w.Uint(z.master_bytes);
-  w.Key("optimizer_state_bytes"); w.Uint(z.optimizer_state_bytes);
-  w.Key("module_bytes"); w.Uint(z.module_bytes);
-  w.Key("files");
-  w.BeginArray();
-  for (const zero::ZeroFileInfo& f : z.files) {
-    w.BeginObject();
-    w.Key("path"); w.String(f.path);
-    w.Key("role"); w.String(f.role);
-    w.Key("bytes"); w.Uint(f.bytes);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("merge");
-  w.BeginObject();
-  w.Key("mergeable"); w.Bool(z.mergeable);
-  w.Key("tensors"); w.Uint(z.merge_tensors);
-  w.Key("bytes"); w.Uint(z.merge_bytes);
-  w.Key("linked_by_value"); strings(z.linked_by_value);
-  w.Key("refusal");
-  if (z.refusal.ok()) w.Null();
-  else model::WriteJsonError(w, z.refusal);
-  w.EndObject();
-  w.EndObject();
-  w.EndObject();
-}
-
 void PrintFolderTotal(const model::FolderTotal& t) {
   const double ratio =
       t.referenced_bytes ? static_cast<double>(t.stored_bytes) / static_cast<double>(t.referenced_bytes) : 1.0;
@@ -312,84 +255,40 @@ int RunInspect(const std::vector<std::string>& argv) {
     options.max_safetensors_header = *n;
   }
   const bool as_json = args.Has("json");
-  Env* env = CommandEnv();
   int worst = kExitOk;
-  model::JsonFiles json_files;
   bool first = true;
-  for (const std::string& path : args.positionals) {
-    // A folder of one of the two kinds read through .metadata: shown when
-    // `found` says it is (or failed reading as it), true then.
-    auto show = [&](const auto& found, const auto& print, const auto& write) {
-      if (!found.ok()) {
-        PrintError(found.status());
-        worst = std::max(worst, ExitCodeFor(found.status()));
-        json_files.AddError(path, found.status());
-        return true;
-      }
-      if (!*found) return false;
-      if (as_json) {
-        json_files.AddWith([&](json::Writer& w) { write(w, **found); });
-      } else {
-        if (!first) std::printf("\n");
-        first = false;
-        print(**found);
-      }
-      return true;
-    };
-    if (show(megatron::InspectPath(env, path, options.torch), PrintMegatron, megatron::WriteInspectionJson)) continue;
-    if (show(dcp::ListDcpPath(env, path, options.torch), PrintDcp, dcp::WriteListingJson)) continue;
-    if (zero::IsDeepSpeedFolder(env, path)) {
-      Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, path, options.torch);
-      if (!z.ok()) {
-        PrintError(z.status());
-        worst = std::max(worst, ExitCodeFor(z.status()));
-        json_files.AddError(path, z.status());
-        continue;
-      }
-      for (const auto& [file, message] : z->warnings) PrintWarning(file, message);
-      if (as_json) {
-        json_files.AddWith([&z](json::Writer& w) { WriteZeroJson(w, *z); });
-      } else {
-        if (!first) std::printf("\n");
-        first = false;
-        PrintZero(*z);
-      }
-      continue;
-    }
-    Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
-    if (!files.ok()) {
-      PrintError(files.status());
-      worst = std::max(worst, ExitCodeFor(files.status()));
-      json_files.AddError(path, files.status());
-      continue;
-    }
-    std::vector<model::Listing> listings;
-    bool listed = true;
-    for (const std::string& file : files->files) {
-      Result<model::Listing> listing = model::ListFile(env, file, options);
-      if (!listing.ok()) {
-        PrintError(listing.status());
-        worst = std::max(worst, ExitCodeFor(listing.status()));
-        json_files.AddError(file, listing.status());
-        listed = false;
-        continue;
-      }
-      if (as_json) {
-        json_files.Add(*listing);
-      } else {
-        if (!first) std::printf("\n");
-        first = false;
-        PrintHuman(*listing);
-      }
-      listings.push_back(std::move(listing).value());
-    }
-    if (files->folder.empty()) continue;
-    const model::FolderTotal total = shrink::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
-    if (as_json) json_files.AddFolder(total);
-    else PrintFolderTotal(total);
-  }
+  // Each PATH shown as its report comes: errors and warnings on stderr,
+  // the text on stdout (JSON: the document at the end).
+  auto fail = [&worst](const Status& s) {
+    PrintError(s);
+    worst = std::max(worst, ExitCodeFor(s));
+  };
+  auto show = [&](const auto& print, const auto& described) {
+    if (as_json) return;
+    if (!first) std::printf("\n");
+    first = false;
+    print(described);
+  };
+  const inspect::Report report =
+      inspect::Inspect(CommandEnv(), args.positionals, options, [&](const inspect::PathReport& p) {
+        if (!p.error.ok()) {
+          fail(p.error);
+          return;
+        }
+        if (p.megatron) show(PrintMegatron, *p.megatron);
+        if (p.dcp) show(PrintDcp, *p.dcp);
+        if (p.deepspeed) {
+          for (const auto& [file, message] : p.deepspeed->warnings) PrintWarning(file, message);
+          show(PrintZero, *p.deepspeed);
+        }
+        for (const inspect::FileReport& f : p.files) {
+          if (f.listing.ok()) show(PrintHuman, *f.listing);
+          else fail(f.listing.status());
+        }
+        if (p.folder && !as_json) PrintFolderTotal(*p.folder);
+      });
   if (as_json) {
-    Result<std::string> text = json_files.Finish();
+    Result<std::string> text = inspect::ReportJson(report);
     if (!text.ok()) {
       PrintError(Status::Internal("--json document: " + text.status().message()));
       return kExitInternal;

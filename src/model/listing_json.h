@@ -1,6 +1,6 @@
-// The `inspect --json` document: {"files":[...]}, written by the CLI and by
-// zf_inspect_json. Field names are part of the interface (README.md): append
-// only.
+// The `inspect --json` document: {"files":[...]}, assembled by
+// inspect::ReportJson (inspect/json.h) for the CLI and zf_inspect_json.
+// Field names are part of the interface (README.md): append only.
 #ifndef ZEROFOLD_MODEL_LISTING_JSON_H_
 #define ZEROFOLD_MODEL_LISTING_JSON_H_
 
@@ -33,8 +33,8 @@ class JsonFiles {
   // likewise)}. The document has "folders" only when one was added.
   void AddFolder(const FolderTotal& total) { folders_.push_back(total); }
   // An element written by `write` (one JSON object), for listings of other
-  // stages (a Distributed Checkpoint folder: dcp/listing.h; a DeepSpeed
-  // folder: zero/inspect.h).
+  // stages (a Distributed Checkpoint folder: dcp/listing.h; a Megatron
+  // checkpoint: megatron/inspect.h; a DeepSpeed folder: inspect/json.cc).
   void AddWith(const std::function<void(json::Writer&)>& write) { write(w_); }
   // The whole document, with a trailing newline; an error only for a
   // zerofold bug (writer misuse).

@@ -397,7 +397,8 @@ static char* strip_mem(char* doc) {
 
 static void test_inspect(void) {
   const char* paths[] = {FIX "/hf/bloated", FIX "/dcp/dim0_ws2/ckpt", FIX "/torch/views.pt",
-                         FIX "/dcp/v2x_hf_dim0_ws2/ckpt/shard-00001-model-00001-of-00001.safetensors"};
+                         FIX "/dcp/v2x_hf_dim0_ws2/ckpt/shard-00001-model-00001-of-00001.safetensors",
+                         FIX "/megatron/gpt_tp2pp2_mlm/ckpt", FIX "/deepspeed/zero2_ws3_bf16/ckpt"};
   for (size_t i = 0; i < sizeof paths / sizeof paths[0]; ++i) {
     reset();
     char *want = NULL, *got = NULL;

@@ -678,7 +678,16 @@ static void test_inspect(void) {
       {"f", "bad/torchscript.pt", ZF_E_UNSUPPORTED},
       {"t", "no_such.pt", ZF_E_NOT_FOUND},
       {"t", "legacy_cut.pt", ZF_E_CORRUPT},
+      /* Megatron-Core and DeepSpeed folders, described as the CLI does */
+      {"f", "megatron/gpt_tp2pp2_mlm/ckpt", ZF_OK},
+      {"f", "megatron/sharded_ws4/ckpt", ZF_OK},
+      {"f", "megatron/bad/dp_reshardable", ZF_OK},
+      {"f", "megatron/bad/plans_eval", ZF_E_UNSAFE},
+      {"f", "deepspeed/zero2_ws3_bf16/ckpt", ZF_OK},
+      {"f", "deepspeed/derived_refuse_tp2/ckpt", ZF_OK}, /* merge would refuse: described */
+      {"t", "ds_bad_tag", ZF_E_NOT_FOUND},               /* `latest` names no folder */
   };
+  sh(fmt("mkdir -p '%s/ds_bad_tag' && echo nope > '%s/ds_bad_tag/latest'", tmp, tmp));
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     PATH(path, "%s/%s", cases[i].under[0] == 'f' ? fixtures : tmp, cases[i].path);
     check_inspect(path, cases[i].code);

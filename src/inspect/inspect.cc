@@ -1,0 +1,87 @@
+#include "inspect/inspect.h"
+
+#include <utility>
+
+#include "model/hf_folder.h"
+#include "shrink/shrink.h"
+
+namespace zerofold::inspect {
+
+namespace {
+
+// Kinds 1 to 3 (inspect.h): true when one claimed `path` (described in
+// `out`, or its error), false when none did.
+template <typename T>
+bool Claimed(Result<std::optional<T>> found, Kind kind, std::optional<T>* member, PathReport* out) {
+  if (found.ok() && !*found) return false;
+  out->kind = kind;
+  if (!found.ok()) out->error = std::move(found).status();
+  else *member = std::move(**found);
+  return true;
+}
+
+// Kind 4: a file, or a Hugging Face folder's files and total.
+void InspectModelPath(Env* env, const std::string& path, const model::ListOptions& options, PathReport* out) {
+  Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
+  if (!files.ok()) {
+    out->error = std::move(files).status();
+    return;
+  }
+  out->kind = files->folder.empty() ? Kind::kFile : Kind::kHfFolder;
+  std::vector<model::Listing> listings;
+  bool listed = true;
+  for (const std::string& file : files->files) {
+    Result<model::Listing> listing = model::ListFile(env, file, options);
+    if (listing.ok()) listings.push_back(*listing);
+    else listed = false;
+    out->files.push_back({file, std::move(listing)});
+  }
+  if (out->kind == Kind::kHfFolder)
+    out->folder = shrink::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
+}
+
+}  // namespace
+
+void Report::ForEachError(const std::function<void(const Status&)>& fn) const {
+  for (const PathReport& p : paths) {
+    if (!p.error.ok()) fn(p.error);
+    for (const FileReport& f : p.files)
+      if (!f.listing.ok()) fn(f.listing.status());
+  }
+}
+
+Status Report::FirstError() const {
+  Status first;
+  ForEachError([&first](const Status& s) {
+    if (first.ok()) first = s;
+  });
+  return first;
+}
+
+PathReport InspectPath(Env* env, const std::string& path, const model::ListOptions& options) {
+  PathReport out;
+  out.path = path;
+  if (Claimed(megatron::InspectPath(env, path, options.torch), Kind::kMegatron, &out.megatron, &out)) return out;
+  if (Claimed(dcp::ListDcpPath(env, path, options.torch), Kind::kDcp, &out.dcp, &out)) return out;
+  if (zero::IsDeepSpeedFolder(env, path)) {
+    Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, path, options.torch);
+    out.kind = Kind::kDeepSpeed;
+    if (!z.ok()) out.error = std::move(z).status();
+    else out.deepspeed = std::move(z).value();
+    return out;
+  }
+  InspectModelPath(env, path, options, &out);
+  return out;
+}
+
+Report Inspect(Env* env, const std::vector<std::string>& paths, const model::ListOptions& options,
+               const std::function<void(const PathReport&)>& on_path) {
+  Report report;
+  for (const std::string& path : paths) {
+    report.paths.push_back(InspectPath(env, path, options));
+    if (on_path) on_path(report.paths.back());
+  }
+  return report;
+}
+
+}  // namespace zerofold::inspect
