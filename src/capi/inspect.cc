@@ -37,7 +37,7 @@ Status InspectJson(Env* env, const std::string& path, std::string* doc, Status* 
     *first = dcp_listing.status();
   } else if (*dcp_listing) {
     json_files.AddWith([&](json::Writer& w) { dcp::WriteListingJson(w, **dcp_listing); });
-  } else if (files = model::ResolveModelPath(env, path); !files.ok()) {
+  } else if (files = model::ResolveModelPath(env, path, options); !files.ok()) {
     json_files.AddError(path, files.status());
     *first = files.status();
   } else {

@@ -356,7 +356,7 @@ int RunInspect(const std::vector<std::string>& argv) {
       }
       continue;
     }
-    Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
+    Result<model::ModelFiles> files = model::ResolveModelPath(env, path, options);
     if (!files.ok()) {
       PrintError(files.status());
       worst = std::max(worst, ExitCodeFor(files.status()));
