@@ -7,8 +7,8 @@
 # folder (fixtures/hf/bloated) and to a safetensors folder made from it,
 # then every command runs on the copy: inspect, inspect --json, shrink to a
 # folder and --in-place (torch: shrink refuses safetensors as a usage error
-# before reading it), convert to torch and to safetensors (a folder and a
-# file), and diff with the folder on either side (diff's bad input is exit
+# before reading it), convert to torch and to safetensors (a folder, a
+# file and standard output), and diff with the folder on either side (diff's bad input is exit
 # 2, as cmp has it; the others exit 1). merge reads no index: a Trainer's
 # checkpoint-N/ with a damaged index beside its DeepSpeed state merges, and
 # the index is neither read nor copied.
@@ -140,6 +140,9 @@ EOF
   refused "$c: convert --to safetensors (folder)" 1 "$want"
   run_z convert "$c" "$c.safetensors"
   refused "$c: convert to one safetensors file" 1 "$want"
+  run_z convert --to safetensors "$c" -
+  refused "$c: convert to standard output" 1 "$want"
+  [ ! -s "$OUT" ] && ok || fail "$c: convert to standard output wrote $(wc -c <"$OUT") bytes"
   run_z diff "$c" "$ok_side"
   refused "$c: diff (first side)" 2 "$want"
   run_z diff "$ok_side" "$c"
