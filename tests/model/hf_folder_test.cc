@@ -106,6 +106,12 @@ TEST_CASE("a shard that does not list is left to its reader") {
   env.SetFile("m/b.safetensors", std::string_view("not a checkpoint"));
   CHECK(Refusal(env) == std::string(kIndex) +
                             ": corrupt: weight_map names \"ghost\", which shard a.safetensors does not hold");
+  // A name a listed shard holds, which weight_map places in the one that does not list.
+  Folder(env, R"("x":"a.safetensors","y":"b.safetensors","z":"b.safetensors")");
+  env.SetFile("m/b.safetensors", std::string_view("not a checkpoint"));
+  CHECK(Refusal(env) == std::string(kIndex) +
+                            ": corrupt: shard a.safetensors holds \"y\", which weight_map places in shard "
+                            "b.safetensors");
 }
 
 TEST_CASE("the check lists shards with the caller's limits") {
