@@ -227,7 +227,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   if (folder_input) {
     if (!options.select.empty())
       return Status::InvalidArgument("--select takes one checkpoint file, not a folder").WithPath(input);
-    ZF_ASSIGN_OR_RETURN(paths, model::FolderCheckpoints(env, input, handled));
+    ZF_ASSIGN_OR_RETURN(paths, model::FolderCheckpoints(env, input, handled, model::ListOptions{options.read}));
   }
   const bool folder = options.folder;
 

@@ -403,7 +403,7 @@ Status OpenSide(Env* env, const std::string& path, const DiffOptions& options, s
   files = {path};
   if (env->IsDirectory(path)) {
     std::set<std::string> handled;
-    ZF_ASSIGN_OR_RETURN(files, model::FolderCheckpoints(env, path, handled));
+    ZF_ASSIGN_OR_RETURN(files, model::FolderCheckpoints(env, path, handled, model::ListOptions{options.read}));
   }
   for (const std::string& f : files) {
     OpenFile o;

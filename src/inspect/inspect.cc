@@ -22,7 +22,7 @@ bool Claimed(Result<std::optional<T>> found, Kind kind, std::optional<T>* member
 
 // Kind 4: a file, or a Hugging Face folder's files and total.
 void InspectModelPath(Env* env, const std::string& path, const model::ListOptions& options, PathReport* out) {
-  Result<model::ModelFiles> files = model::ResolveModelPath(env, path);
+  Result<model::ModelFiles> files = model::ResolveModelPath(env, path, options);
   if (!files.ok()) {
     out->error = std::move(files).status();
     return;

@@ -33,12 +33,12 @@ std::string TorchName(const std::string& name) {
 
 Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options, const output::PartSpec& part, bool force) {
-  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, input));
+  ZF_ASSIGN_OR_RETURN(model::ModelFiles files, model::ResolveModelPath(env, input, model::ListOptions{options.read}));
   if (files.folder.empty()) return Status::InvalidArgument("not a folder").WithPath(input);
   // The folder's torch checkpoints: its torch index's shards, or its
   // pytorch_model.bin; without either, its safetensors (convert: each
   // shard becomes the torch shard of the same number).
-  // The same choice as FolderCheckpoints (convert/convert.h).
+  // The same choice as FolderCheckpoints (model/hf_folder.h).
   auto index_named = [&](const char* name) -> const model::ShardIndex* {
     for (const model::ShardIndex& i : files.indexes)
       if (i.path == model::JoinPath(input, name)) return &i;

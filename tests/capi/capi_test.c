@@ -920,6 +920,41 @@ static void test_parts(void) {
   }
 }
 
+/* A Hugging Face index naming a tensor its shard does not hold
+ * (src/model/hf_folder.h): every call that reads the folder is
+ * ZF_E_CORRUPT with the index's path and the CLI's message, and writes
+ * nothing (tests/cli/index_test.sh runs every case through the CLI). */
+static void test_index_mismatch(void) {
+  PATH(hf, "%s/ghost_index", tmp);
+  PATH(index, "%s/ghost_index/pytorch_model.bin.index.json", tmp);
+  sh(fmt("cp -r '%s/hf/bloated' '%s' && sed -i 's|\"weight_map\": {|&\\n    \"ghost.weight\": "
+         "\"pytorch_model-00002-of-00003.bin\",|' '%s'",
+         fixtures, hf, index));
+  const char* why = "weight_map names \"ghost.weight\", which shard pytorch_model-00002-of-00003.bin does not hold";
+  CHECK_EQ_U64(run_cli(fmt("inspect '%s'", hf)), 1);
+  error_buffers b;
+  char* json = NULL;
+  CHECK_CODE(zf_inspect_json(hf, &json, NULL, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.message, why);
+  CHECK_STR(b.path, index);
+  CHECK(json != NULL && strstr(json, "\"error\":{\"code\":\"corrupt\"") != NULL);
+  zf_free(json);
+  PATH(out, "%s/ghost_out/", tmp);
+  CHECK_CODE(zf_shrink(hf, out, NULL, NULL, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.message, why);
+  CHECK_STR(b.path, index);
+  zf_shrink_options* o = zf_shrink_options_create();
+  zf_shrink_options_set_to_safetensors(o, 1);
+  CHECK_CODE(zf_convert(hf, out, o, NULL, error_init(&b, sizeof b.message)), ZF_E_CORRUPT);
+  CHECK_STR(b.message, why);
+  zf_shrink_options_destroy(o);
+  CHECK(!exists(out));
+  CHECK_CODE(zf_diff(hf, fmt("%s/hf/bloated", fixtures), -1, -1, 0, NULL, NULL, NULL, error_init(&b, sizeof b.message)),
+             ZF_E_CORRUPT);
+  CHECK_STR(b.message, why);
+  CHECK_STR(b.path, index);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1) cli = argv[1];
   else if (getenv("ZEROFOLD") != NULL) cli = getenv("ZEROFOLD");
@@ -940,6 +975,7 @@ int main(int argc, char** argv) {
   test_inspect();
   test_verify();
   test_diff();
+  test_index_mismatch();
   sh(fmt("rm -rf '%s'", tmp));
   printf("%d passed, %d failed\n", checks - failures, failures);
   return failures == 0 ? 0 : 1;
