@@ -65,8 +65,8 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
   }
   const char* phase = convert ? "convert" : "shrink";
   if (o.progress != nullptr)
-    request.options.progress = [&](uint64_t done, uint64_t total) {
-      call.Progress(o.progress, o.progress_user, phase, done, total);
+    request.options.progress = [&](const output::SetProgress& p) {
+      call.Progress(o.progress, o.progress_user, phase, p.done, p.total);
     };
   io::ReadPlan reads;
   if (o.reads != nullptr) request.options.read_plan = &reads;

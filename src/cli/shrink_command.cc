@@ -304,7 +304,12 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   Result<Progress> chosen = ProgressFromFlags(args, quiet, options.dry_run);
   if (!chosen.ok()) return UsageError(command, chosen.status().message());
   Progress& progress = *chosen;
-  options.progress = [&](uint64_t done, uint64_t total) { progress.Update(std::string(command) + " " + in, done, total); };
+  // A folder's run names the file it writes: "shrink ckpt/ (file 2 of 5)".
+  options.progress = [&](const output::SetProgress& p) {
+    std::string label = std::string(command) + " " + in;
+    if (p.files > 1) label += " (file " + std::to_string(p.file + 1) + " of " + std::to_string(p.files) + ")";
+    progress.Update(label, p.done, p.total);
+  };
   // A folder's result lines as each shard completes (the totals at the end).
   std::FILE* text_out = to_stdout ? stderr : stdout;
   const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;

@@ -16,6 +16,7 @@
 
 #include "io/read_plan.h"
 #include "io/zstd_stream.h"
+#include "output/file_set.h"
 #include "output/parts.h"
 #include "output/sharding.h"
 #include "torch/checkpoint.h"
@@ -61,7 +62,7 @@ struct ConvertOptions {
   // Bytes per read and per gather buffer; memory is O(buffer_bytes + pickles).
   size_t buffer_bytes = size_t{4} << 20;
   // Called with tensor bytes written so far and the total.
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  std::function<void(const output::SetProgress&)> progress;
   // When set, the tensor-data reads of the files this run writes are
   // appended in the order it makes them (io/read_plan.h), also on a dry run.
   io::ReadPlan* read_plan = nullptr;

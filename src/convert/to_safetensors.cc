@@ -358,7 +358,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
   writing.part = options.part;
   writing.force = options.force;
   writing.zstd = options.zstd;
-  writing.progress = output::SetProgressTo(options.progress);
+  writing.progress = options.progress;
   ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
   if (options.part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
   report.copied = std::move(written.copied);

@@ -223,7 +223,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   output::FileSetOptions writing = output::FileSetOptionsOf(options);
   writing.part = part;
   writing.force = options.force;
-  writing.progress = output::SetProgressTo(options.progress);
+  writing.progress = options.progress;
   ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
   for (size_t k = 0; k < set.files.size(); ++k) {
     const size_t tensors = n <= 1 ? single->tensors : plan.shards[k].size();

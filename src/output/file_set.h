@@ -126,13 +126,6 @@ FileSetOptions FileSetOptionsOf(const JobOptions& job) {
   return o;
 }
 
-// A job's progress (bytes done of the total) over the whole set.
-inline std::function<void(const SetProgress&)> SetProgressTo(
-    const std::function<void(uint64_t done, uint64_t total)>& progress) {
-  if (!progress) return nullptr;
-  return [progress](const SetProgress& p) { progress(p.done, p.total); };
-}
-
 // Runs the protocol above over `set`. Errors name the file they concern;
 // after an error nothing the run made is left under a final name (but a
 // part's complete files and in-place replacements).

@@ -171,7 +171,7 @@ Result<ShrinkReport> ShrinkFile(Env* env, const std::string& input, const std::s
   output::FileSetOptions writing = output::FileSetOptionsOf(options);
   writing.force = true;  // the request refused an OUT that exists (output/target.h)
   writing.zstd = options.zstd;
-  writing.progress = output::SetProgressTo(options.progress);
+  writing.progress = options.progress;
   ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
   ShrinkReport report = *planned.report;
   if (!options.dry_run && planned.file.write) report.output_file_bytes = written.stored_bytes[0];

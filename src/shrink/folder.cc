@@ -130,7 +130,7 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
   output::FileSetOptions writing = output::FileSetOptionsOf(options);
   writing.part = part;
   writing.force = force;
-  writing.progress = output::SetProgressTo(options.progress);
+  writing.progress = options.progress;
   writing.file_done = [&](size_t k, bool skipped) {
     report.shards.push_back(*planned[k]);
     if (options.file_done) options.file_done(report.shards.back(), skipped);

@@ -54,8 +54,10 @@ struct ShrinkOptions {
   // every storage split exactly. Without it (and without dtype, select or only)
   // the rewrite never grows a file: see IsPlainShrink.
   bool convert = false;
-  // Called with bytes written so far and the total, at most once per buffer.
-  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Called at most once per buffer with where the run is: the file being
+  // written (of a folder's) and the bytes written so far of the whole run's
+  // total (output/file_set.h SetProgress).
+  std::function<void(const output::SetProgress&)> progress;
   // ShrinkFolder: called as each shard's output is complete (committed, or
   // planned in a dry run), in order; `skipped`: a --part run found it
   // complete and left it. A later failure still removes what the run

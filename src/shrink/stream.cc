@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "io/zstd_stream.h"
+#include "output/file_set.h"
 #include "plan/shrink_plan.h"
 #include "shrink/cast.h"
 #include "shrink/prepare.h"
 #include "shrink/shrink.h"
+
+#include "output/file_set.h"
 #include "torch/archive_writer.h"
 #include "torch/stream_checkpoint.h"
 
@@ -69,7 +72,7 @@ class StorageCutter {
     auto counted = [&](std::span<const std::byte> bytes) -> Status {
       ZF_TRY(emit(bytes));
       done_ += bytes.size();
-      if (options_.progress) options_.progress(done_, prep_.report.stored_after);
+      if (options_.progress) options_.progress({0, 1, done_, prep_.report.stored_after});
       return Status::OK();
     };
     uint64_t pos = o.begin;
@@ -339,17 +342,29 @@ Result<ShrinkReport> ShrinkStreamTo(StreamSource* input, Sink* sink, const std::
 Result<ShrinkReport> ShrinkStream(Env* env, const std::string& input, const std::string& output,
                                   const ShrinkOptions& options) {
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<StreamSource> src, io::OpenNamedInput(env, input, options.zstd));
-  std::unique_ptr<io::NamedOutput> out;
-  if (!options.dry_run) {
-    ZF_ASSIGN_OR_RETURN(out, io::OpenNamedOutput(env, output, options.zstd));
+  ShrinkReport report;
+  if (options.dry_run) {
+    ZF_ASSIGN_OR_RETURN(report, ShrinkStreamTo(src.get(), nullptr, output, options));
+  } else {
+    // One file through the one protocol (output/file_set.h), written as the
+    // input is read: its size is known only at the end.
+    output::FileSet set;
+    set.out = output;
+    set.inputs = {input};
+    output::PlannedFile& file = set.files.emplace_back();
+    file.path = output;
+    file.write = [&](Sink& sink, const output::WroteBytes&) -> Status {
+      ZF_ASSIGN_OR_RETURN(report, ShrinkStreamTo(src.get(), &sink, output, options));
+      return Status::OK();
+    };
+    output::FileSetOptions writing = output::FileSetOptionsOf(options);
+    writing.force = true;  // the request refused an OUT that exists (output/target.h)
+    writing.zstd = options.zstd;
+    ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+    report.output_file_bytes = written.stored_bytes[0];
   }
-  ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkStreamTo(src.get(), out ? out->sink() : nullptr, output, options));
   report.input = input;
   if (const auto* z = dynamic_cast<const io::ZstdSource*>(src.get())) report.input_file_bytes = z->compressed_position();
-  if (out) {
-    ZF_TRY(out->Commit());
-    report.output_file_bytes = out->stored_bytes();
-  }
   return report;
 }
 

@@ -143,6 +143,19 @@ expect_true "progress lines: each in the format" \
   "! grep -Evq '^$stamp shrink $F/torch/views.pt: $amount of $amount \\([0-9]+%\\), $amount/s\$' '$ERR'"
 expect_true "progress lines: the last at 100%" "tail -n 1 '$ERR' | grep -q ' (100%), '"
 expect_true "progress lines: no carriage return" "! grep -q \$'\\r' '$ERR'"
+# A folder's progress is the whole run's: the file being written, k of N,
+# and one percent over every file (it never starts again at 0% per shard).
+rm -rf hfp
+run_z shrink --progress=lines --progress-interval 0 "$F/hf/bloated" hfp/
+grep -E "^$stamp shrink $F/hf/bloated \(file [0-9]+ of 3\): " "$ERR" >hfp_lines.txt || true
+expect_true "folder progress: exit 0, lines name the file k of 3" "[ $RC = 0 ] && [ -s hfp_lines.txt ]"
+expect_true "folder progress: files 1, 2 and 3 each named" \
+  "[ \"\$(grep -oE '\\(file [0-9]+ of 3\\)' hfp_lines.txt | sort -u | tr -d '\\n')\" = '(file 1 of 3)(file 2 of 3)(file 3 of 3)' ]"
+expect_true "folder progress: the percent never goes down, the last at 100%" \
+  "grep -oE '\\([0-9]+%\\)' hfp_lines.txt | tr -d '()%' | sort -n -c && tail -n 1 hfp_lines.txt | grep -q ' (100%), '"
+expect_true "folder progress: the file number never goes down" \
+  "grep -oE 'file [0-9]+ of' hfp_lines.txt | awk '{print \$2}' | sort -n -c"
+rm -rf hfp
 run_z diff --progress=lines --progress-interval 0 "$F/torch/views.pt" "$F/torch/views.pt"
 expect_true "diff progress lines: exit 0, the last at 100%" \
   "[ $RC = 0 ] && grep -q ' diff .*views.pt: .* of .* (' '$ERR' && tail -n 1 '$ERR' | grep -q ' (100%), '"
@@ -186,7 +199,7 @@ rm -f cut.pt
 # --- a folder's result lines come as each shard completes, before the next shard's work -----
 "$Z" shrink --progress=lines --progress-interval 0 "$F/hf/bloated" sm/ >both.txt 2>&1
 first_result=$(grep -n 'pytorch_model-00001-of-00003.bin -> sm/' both.txt | cut -d: -f1)
-last_progress=$(grep -n ' shrink .*hf/bloated: .* of ' both.txt | tail -n 1 | cut -d: -f1)
+last_progress=$(grep -n ' shrink .*hf/bloated[^:]*: .* of ' both.txt | tail -n 1 | cut -d: -f1)
 expect_true "per-file lines: the first shard's line before the last shard's progress" \
   "[ -n '$first_result' ] && [ -n '$last_progress' ] && [ $first_result -lt $last_progress ]"
 expect_true "per-file lines: each shard once, then the total" \

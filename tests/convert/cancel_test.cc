@@ -56,7 +56,7 @@ struct Form {
 
 Status Shrink(Env* env, const std::function<void()>& progress, ShrinkRequest r) {
   r.options.buffer_bytes = 4096;
-  r.options.progress = [&](uint64_t, uint64_t) { progress(); };
+  r.options.progress = [&](const output::SetProgress&) { progress(); };
   ZF_TRY(CheckShrinkRequest(env, r, kOptionWords));
   return RunShrink(env, r).status();
 }
