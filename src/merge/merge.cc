@@ -16,9 +16,9 @@ namespace {
 // Writes report->gather in report->layout's order. The plan's sources are
 // owned by the planned merge, which the caller drops after: their pointers
 // are cleared so the report keeps only their paths.
-Status WritePlanned(Env* env, const std::string& out, const gather::OutputTarget& target, const MergeOptions& options,
+Status WritePlanned(Env* env, const std::string& out, const OutputTarget& target, const MergeOptions& options,
                     MergeReport* report) {
-  Status written = gather::WriteMerge(env, report->gather, report->layout, out, target, report->input_files, options,
+  Status written = WriteMerge(env, report->gather, report->layout, out, target, report->input_files, options,
                                       report);
   for (gather::SourceFile& f : report->gather.sources) f.source = nullptr;
   return written;
@@ -28,7 +28,7 @@ Status WritePlanned(Env* env, const std::string& out, const gather::OutputTarget
 // the selection, inputs, gather plan and layout) into the report and
 // writes it, while `m`'s open sources are alive.
 template <typename Planned>
-Status WriteDcpPlanned(Env* env, Planned& m, const std::string& out, const gather::OutputTarget& target,
+Status WriteDcpPlanned(Env* env, Planned& m, const std::string& out, const OutputTarget& target,
                        const MergeOptions& options, MergeReport* report) {
   report->selection = std::move(m.selection);
   report->input_files = std::move(m.input_files);
@@ -38,7 +38,7 @@ Status WriteDcpPlanned(Env* env, Planned& m, const std::string& out, const gathe
   return WritePlanned(env, out, target, options, report);
 }
 
-Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const gather::OutputTarget& target,
+Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const OutputTarget& target,
                 const MergeOptions& options, MergeReport* report) {
   if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is a DCP folder").WithPath(folder.path);
   if (options.exclude_frozen)
@@ -60,7 +60,7 @@ Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, 
 }
 
 Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string& out,
-                     const gather::OutputTarget& target, const MergeOptions& options, MergeReport* report) {
+                     const OutputTarget& target, const MergeOptions& options, MergeReport* report) {
   if (options.exclude_frozen)
     return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is a Megatron checkpoint")
         .WithPath(folder.checkpoint);
@@ -84,7 +84,7 @@ Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string
   return WriteDcpPlanned(env, m, out, target, options, report);
 }
 
-Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const gather::OutputTarget& target,
+Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const OutputTarget& target,
                  const MergeOptions& options, MergeReport* report) {
   if (options.select)
     return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
@@ -120,7 +120,7 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
                                     const MergeOptions& options) {
   MergeReport report;
   report.checkpoint = ckpt_dir;
-  ZF_ASSIGN_OR_RETURN(gather::OutputTarget target, gather::ResolveOutput(env, out, options));
+  ZF_ASSIGN_OR_RETURN(OutputTarget target, ResolveOutput(env, out, options));
   if (!target.single_file) {
     // A training checkpoint folder (Hugging Face Trainer's checkpoint-N/)
     // holds the model's config and tokenizer beside the weights.

@@ -5,7 +5,7 @@
 // Recognize the folder, plan it with its family's planner (zero/merge.h:
 // directories and pickles, the element ranges of the rank files; dcp/merge.h:
 // the chunk boxes of .metadata), each giving a gather plan and its layout
-// (gather/layout.h: order, --only, ties), then write (gather/output.h: every output tensor streamed
+// (gather/layout.h: order, --only, ties), then write (merge/output.h: every output tensor streamed
 // from its pieces through a bounded buffer into a torch zip archive or a
 // safetensors file, sharded past max_shard_bytes as Hugging Face shards
 // with an index; atomic). Only the fp32 partitions and the module's frozen
@@ -23,10 +23,10 @@
 
 #include "dcp/plan.h"
 #include "gather/layout.h"
-#include "gather/output.h"
 #include "gather/plan.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
+#include "merge/output.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"
@@ -41,10 +41,10 @@ using gather::MergeLayout;
 using gather::MergeOutputFile;
 using gather::OutputEntry;
 
-// The output options (gather/output.h: --to, --max-shard-size, --force,
+// The output options (merge/output.h: --to, --max-shard-size, --force,
 // --dry-run, --verify, buffer size, progress, read limits) and the ZeRO
 // planner's.
-struct MergeOptions : gather::OutputOptions {
+struct MergeOptions : OutputOptions {
   // The tag folder to merge (--tag); unset: the one `latest` names. For a
   // Megatron-LM checkpoint: the iteration (a number, `release` or a folder
   // name); unset: the one latest_checkpointed_iteration.txt names.
@@ -64,7 +64,7 @@ struct MergeOptions : gather::OutputOptions {
 
 enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };
 
-struct MergeReport : gather::OutputReport {
+struct MergeReport : OutputReport {
   CheckpointKind kind = CheckpointKind::kZero;
   std::string checkpoint;   // CKPT_DIR as given
   std::string tag_folder;
@@ -98,7 +98,7 @@ struct MergeReport : gather::OutputReport {
 // folder (or one holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as
 // MergeDcp does; else a
 // DeepSpeed checkpoint (see FindTagFolder). `out` is read by output/target.h
-// (gather::ResolveOutput): a file when its name says a format, else a folder
+// (merge::ResolveOutput): a file when its name says a format, else a folder
 // (created) that receives pytorch_model.bin / model.safetensors, or shards
 // and an index, and the model files of `ckpt_dir` (output/folder.h
 // ModelFileNames: config, tokenizer; a Trainer's checkpoint-N/).

@@ -1,4 +1,5 @@
-// Writing a merge: from a gather plan and its layout to output files. The
+// Writing a merge (the merge job's output layout): from a gather plan and
+// its layout to output files, handed to output::WriteFileSet. The
 // same for every planner: where OUT goes (one file, or a folder with one
 // file or Hugging Face shards and an index), the exact size of every file
 // (also for dry runs), refusals (existing outputs without force, an output
@@ -10,8 +11,8 @@
 // committed only after the last one is complete (the index last), and when
 // a commit fails the files committed before it are removed, so a failure
 // leaves no new file behind. (Files replaced under `force` stay replaced.)
-#ifndef ZEROFOLD_GATHER_OUTPUT_H_
-#define ZEROFOLD_GATHER_OUTPUT_H_
+#ifndef ZEROFOLD_MERGE_OUTPUT_H_
+#define ZEROFOLD_MERGE_OUTPUT_H_
 
 #include <cstdint>
 #include <functional>
@@ -29,7 +30,12 @@
 #include "zerofold/env.h"
 #include "zerofold/result.h"
 
-namespace zerofold::gather {
+namespace zerofold::merge {
+
+using gather::GatherPlan;
+using gather::MergeFormat;
+using gather::MergeLayout;
+using gather::MergeOutputFile;
 
 struct OutputOptions {
   // Output format (--to). Unset: from OUT's extension (.safetensors), else torch.
@@ -111,6 +117,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
                   const OutputTarget& target, const std::vector<std::string>& inputs, const OutputOptions& options,
                   OutputReport* report);
 
-}  // namespace zerofold::gather
+}  // namespace zerofold::merge
 
-#endif  // ZEROFOLD_GATHER_OUTPUT_H_
+#endif  // ZEROFOLD_MERGE_OUTPUT_H_

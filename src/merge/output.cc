@@ -1,4 +1,4 @@
-#include "gather/output.h"
+#include "merge/output.h"
 
 #include <algorithm>
 #include <functional>
@@ -19,7 +19,9 @@
 #include "output/sharding.h"
 #include "output/target.h"
 
-namespace zerofold::gather {
+namespace zerofold::merge {
+
+using namespace gather;  // the gatherer this writer executes
 
 namespace {
 
@@ -213,4 +215,4 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   return Status::OK();
 }
 
-}  // namespace zerofold::gather
+}  // namespace zerofold::merge
