@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -221,10 +222,55 @@ class PosixStreamSource final : public StreamSource {
 // The pipe buffer asked for on standard input.
 constexpr int kStdinPipeBytes = 1 << 20;
 
+// Links followed before giving up, as the kernel's limit (ELOOP).
+constexpr int kMaxLinkHops = 40;
+
+// Where a write to `path` lands: `path`, or when it is a symlink, the final
+// target of its chain of links (a relative link read from its own folder).
+// That target need not exist: a dangling link is written through, creating
+// it, as a shell redirection does. Anything that cannot be read as a link
+// (a missing folder, too many links) is returned as it stands, for the
+// create to report.
+std::string FinalTarget(const std::string& path) {
+  std::string at = path;
+  for (int hops = 0; hops < kMaxLinkHops; ++hops) {
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    std::string link(PATH_MAX, '\0');
+    ssize_t n = ::readlink(at.c_str(), link.data(), link.size());
+    if (n <= 0 || static_cast<size_t>(n) >= link.size()) return at;
+    link.resize(static_cast<size_t>(n));
+    if (link[0] != '/' && at.find('/') != std::string::npos) link = DirName(at) + "/" + link;
+    at = std::move(link);
+  }
+  return at;
+}
+
+// What a replacement keeps of the regular file it replaces.
+struct Replaced {
+  mode_t mode;  // permission bits, with set-user-ID, set-group-ID and sticky
+  uid_t owner;
+  gid_t group;
+};
+
+// Gives the new file at `fd` the replaced file's owner and group where this
+// process may (the owner needs privilege, the group membership: EPERM for
+// the owner leaves it ours and tries the group alone), and its permission
+// bits with the owner's read and write added while it is written. Best
+// effort, as cp -p: a file system that keeps no owners fails no write.
+void TakeOwnership(int fd, const Replaced& r) {
+  if (::fchown(fd, r.owner, r.group) != 0) ::fchown(fd, static_cast<uid_t>(-1), r.group);
+  ::fchmod(fd, (r.mode & 0777) | S_IRUSR | S_IWUSR);
+}
+
 class PosixAtomicFileSink final : public AtomicFileSink {
  public:
-  PosixAtomicFileSink(std::string target, std::string temp, int fd)
-      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd), writer_(fd, target_) {}
+  // `target` the path the user gave, `real` the file it names (FinalTarget),
+  // `temp` beside `real`.
+  PosixAtomicFileSink(std::string target, std::string real, std::string temp, int fd,
+                      std::optional<Replaced> replaced)
+      : target_(std::move(target)), real_(std::move(real)), temp_(std::move(temp)), fd_(fd),
+        replaced_(replaced), writer_(fd, target_) {}
   ~PosixAtomicFileSink() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(temp_.c_str());
@@ -239,15 +285,16 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   Status Commit() override {
     if (fd_ < 0) return Status::Internal("commit twice").WithPath(target_);
     ZF_TRY(writer_.Finish());
+    if (replaced_) ::fchmod(fd_, replaced_->mode);  // exactly the replaced file's, now that it is written
     if (::fsync(fd_) != 0) return PosixError(target_, "fsync", errno);
     if (::close(fd_) != 0) {
       fd_ = -1;
       return PosixError(target_, "close", errno);
     }
     fd_ = -1;
-    if (::rename(temp_.c_str(), target_.c_str()) != 0) return PosixError(target_, "rename", errno);
+    if (::rename(temp_.c_str(), real_.c_str()) != 0) return PosixError(target_, "rename", errno);
     committed_ = true;
-    int dfd = ::open(DirName(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = ::open(DirName(real_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
       ::fsync(dfd);
       ::close(dfd);
@@ -262,8 +309,10 @@ class PosixAtomicFileSink final : public AtomicFileSink {
 
  private:
   std::string target_;
+  std::string real_;
   std::string temp_;
   int fd_;
+  std::optional<Replaced> replaced_;
   io::FlushBehindWriter writer_;  // large files leave the page cache as they reach the disk
   bool committed_ = false;
 };
@@ -403,14 +452,23 @@ class PosixEnv final : public Env {
 
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override {
     static thread_local std::mt19937_64 rng(std::random_device{}());
-    std::string dir = DirName(path);
-    const bool bare = dir == "." && path.find('/') == std::string::npos;
+    const std::string real = FinalTarget(path);
+    std::string dir = DirName(real);
+    const bool bare = real.find('/') == std::string::npos;
     SweepOnce(dir);
-    std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    std::optional<Replaced> replaced;
+    struct stat st;
+    if (::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      replaced = Replaced{static_cast<mode_t>(st.st_mode & 07777), st.st_uid, st.st_gid};
+    std::string base = real.substr(bare ? 0 : real.rfind('/') + 1);
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::string temp = (bare ? "" : dir + "/") + io::TempFileName(base, Self(), rng());
-      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd));
+      // 0666: the kernel takes the umask off, as for any new file.
+      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0) {
+        if (replaced) TakeOwnership(fd, *replaced);
+        return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, real, temp, fd, replaced));
+      }
       if (errno != EEXIST) return PosixError(path, "create temp file", errno);
     }
     return Status::IOError("could not create a unique temp file").WithPath(path);
@@ -452,7 +510,7 @@ class PosixEnv final : public Env {
     if (path.empty() || IsDirectory(path)) return Status::OK();
     std::string parent = DirName(path);
     if (parent != path && parent != "." && parent != "/") ZF_TRY(CreateDirs(parent));
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return PosixError(path, "mkdir", errno);
+    if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) return PosixError(path, "mkdir", errno);
     return Status::OK();
   }
 

@@ -145,10 +145,12 @@ Result<FolderReport> ShrinkFolder(Env* env, const std::string& input, const std:
     ZF_TRY(output::CheckFolderOutput(env, output, inputs, part, out_files, tail, force, options.dry_run, &tail_in_place));
     if (options.read_plan != nullptr) ZF_TRY(output::AddTailReads(env, tail, part, options.read_plan));
   } else if (!options.dry_run) {
-    // In place, one shard at a time: the largest replacement must fit.
-    uint64_t largest = 0;
-    for (uint64_t b : out_files.bytes) largest = std::max(largest, b);
-    ZF_TRY(output::CheckFreeSpace(env, output, largest));
+    // In place, one shard at a time: each replacement must fit beside the
+    // file it replaces (a symlinked shard's target may be on another file
+    // system, as in a Hugging Face cache's blobs/).
+    // A shard already compact is left untouched.
+    for (size_t k = 0; k < shards.size(); ++k)
+      if (!planned[k].copied_unchanged) ZF_TRY(output::CheckFreeSpace(env, shards[k], out_files.bytes[k]));
   }
   if (part.kind == output::PartSpec::Kind::kAll) out_files = output::PartFiles{};
 
