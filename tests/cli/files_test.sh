@@ -59,7 +59,6 @@ run_z shrink --quiet --in-place readonly.pt
 expect "in place of a read-only file" 0 ""
 expect_mode "in place keeps a read-only mode" readonly.pt 400
 
-cp "$views" old.pt
 "$Z" shrink --quiet "$views" out.pt
 chmod 0600 out.pt
 (umask 000 && "$Z" shrink --quiet --force "$F/torch/state_dict.pt" out.pt) >"$OUT" 2>"$ERR" || bad "--force: $(cat "$ERR")"
@@ -83,18 +82,26 @@ if [ "$(id -u)" = 0 ]; then
   chgrp nogroup group.pt
   run_z shrink --quiet --in-place group.pt
   if [ "$(owner group.pt)" = root:nogroup ]; then ok; else bad "in place keeps the group: $(owner group.pt)"; fi
-  # A user who may not give the file away keeps it (and its group when a
-  # member): nobody shrinks a file in a folder it may write.
+  # A user without privilege, in a folder it may write (nobody, with the
+  # supplementary group users): a file of another owner becomes its own,
+  # keeping the group it is a member of and the mode; one of a group it is
+  # no member of gets its own group (the chown refused, the write not).
   mkdir -m 0777 shared
-  cp "$views" shared/mine.pt
-  chown nobody:nogroup shared/mine.pt
-  chmod 0604 shared/mine.pt
-  if command -v setpriv >/dev/null; then
-    setpriv --reuid=nobody --regid=nogroup --clear-groups "$Z" shrink --quiet --in-place shared/mine.pt >"$OUT" 2>"$ERR"
-    RC=$?
-    expect "in place as nobody" 0 ""
-    if [ "$(owner shared/mine.pt)" = nobody:nogroup ]; then ok; else bad "as nobody: $(owner shared/mine.pt)"; fi
-    expect_mode "in place as nobody keeps the mode" shared/mine.pt 604
+  cp "$views" shared/group.pt && chown root:users shared/group.pt && chmod 0640 shared/group.pt
+  cp "$views" shared/other.pt && chown root:root shared/other.pt && chmod 0604 shared/other.pt
+  if command -v setpriv >/dev/null && getent group users >/dev/null; then
+    as_nobody() { setpriv --reuid=nobody --regid=nogroup --groups=users "$Z" "$@" >"$OUT" 2>"$ERR"; RC=$?; }
+    as_nobody shrink --quiet --in-place shared/group.pt
+    expect "in place as nobody, a member of the file's group" 0 ""
+    if [ "$(owner shared/group.pt)" = nobody:users ]; then ok; else bad "as a member: $(owner shared/group.pt)"; fi
+    expect_mode "in place as a member of the group keeps the mode" shared/group.pt 640
+    as_nobody shrink --quiet --in-place shared/other.pt
+    expect "in place as nobody, no member of the file's group" 0 ""
+    if [ "$(owner shared/other.pt)" = nobody:nogroup ]; then ok; else bad "as no member: $(owner shared/other.pt)"; fi
+    expect_mode "in place as no member of the group keeps the mode" shared/other.pt 604
+    [ "$(ls -A shared | tr '\n' ' ')" = "group.pt other.pt " ] && ok || bad "as nobody: left $(ls -A shared)"
+  else
+    echo "files_test.sh: no setpriv or no group users: the checks as another user are skipped"
   fi
 else
   echo "files_test.sh: not root: the owner and group checks are skipped"
