@@ -255,12 +255,10 @@ struct Replaced {
 
 // Gives the new file at `fd` the replaced file's owner and group where this
 // process may (the owner needs privilege, the group membership: EPERM for
-// the owner leaves it ours and tries the group alone), and its permission
-// bits with the owner's read and write added while it is written. Best
-// effort, as cp -p: a file system that keeps no owners fails no write.
-void TakeOwnership(int fd, const Replaced& r) {
+// the owner leaves it ours and tries the group alone). Best effort, as
+// cp -p: a file system that keeps no owners fails no write.
+void TakeOwnerAndGroup(int fd, const Replaced& r) {
   if (::fchown(fd, r.owner, r.group) != 0) ::fchown(fd, static_cast<uid_t>(-1), r.group);
-  ::fchmod(fd, (r.mode & 0777) | S_IRUSR | S_IWUSR);
 }
 
 class PosixAtomicFileSink final : public AtomicFileSink {
@@ -463,10 +461,14 @@ class PosixEnv final : public Env {
     std::string base = real.substr(bare ? 0 : real.rfind('/') + 1);
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::string temp = (bare ? "" : dir + "/") + io::TempFileName(base, Self(), rng());
-      // 0666: the kernel takes the umask off, as for any new file.
-      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      // The kernel takes the umask off: a new file gets 0666 & ~umask, as
+      // any new file; a replacement is never more open than the file it
+      // replaces while written (its mode, and the owner's read and write),
+      // and gets that mode exactly at Commit().
+      const mode_t create = replaced ? (replaced->mode & 0777) | S_IRUSR | S_IWUSR : 0666;
+      int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
       if (fd >= 0) {
-        if (replaced) TakeOwnership(fd, *replaced);
+        if (replaced) TakeOwnerAndGroup(fd, *replaced);
         return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, real, temp, fd, replaced));
       }
       if (errno != EEXIST) return PosixError(path, "create temp file", errno);
