@@ -67,6 +67,34 @@ mkdir conv && "$Z" convert --quiet --to safetensors "$views" conv/ && chmod 0604
 (umask 077 && "$Z" convert --quiet --to safetensors --force "$F/torch/state_dict.pt" conv/) >"$OUT" 2>"$ERR" || bad "--force folder: $(cat "$ERR")"
 expect_mode "--force over a folder's file keeps its mode" conv/model.safetensors 604
 
+# While written, a replacement is no more open than the file it replaces:
+# a 32 MiB in-place rewrite of a 0640 file is stopped (SIGSTOP) once its
+# temp file shows, which is then checked (skipped if the run ends first).
+"$PY" - big.pt <<'PYEOF' || bad "generating big.pt"
+import sys, torch
+flat = torch.arange(16 << 20, dtype=torch.float32)
+torch.save({f"p{i}": flat[i << 20:(i << 20) + (1 << 19)] for i in range(16)}, sys.argv[1])
+PYEOF
+chmod 0640 big.pt
+(umask 000 && exec "$Z" shrink --quiet --in-place big.pt) &
+pid=$!
+seen=
+while kill -0 "$pid" 2>/dev/null; do
+  for f in .*zerofold-tmp* *zerofold-tmp*; do
+    [ -f "$f" ] || continue
+    kill -STOP "$pid" 2>/dev/null && seen=$(mode "$f") && kill -CONT "$pid"
+    break 2
+  done
+done
+wait "$pid" || bad "in place of big.pt: exit $?"
+if [ -n "$seen" ]; then
+  [ "$seen" = 640 ] && ok || bad "a 0640 file's replacement had mode $seen while written"
+else
+  echo "files_test.sh: the in-place rewrite ended before its temp file was seen: that check is skipped"
+fi
+expect_mode "in place of big.pt keeps the mode" big.pt 640
+rm -f big.pt
+
 if [ "$(id -u)" = 0 ]; then
   cp "$views" theirs.pt
   chown nobody:nogroup theirs.pt
