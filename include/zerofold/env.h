@@ -90,7 +90,8 @@ class Sink {
 //     a link and sees the new bytes. In a Hugging Face hub cache
 //     (snapshots/REV/FILE -> ../../blobs/HASH) a file rewritten in place
 //     replaces its blob, and the cache never grows by a copy. A dangling
-//     link creates its target. name() is still the path given.
+//     link creates its target; a loop of links is kIO. name() is still
+//     the path given.
 class AtomicFileSink : public Sink {
  public:
   virtual Status Commit() = 0;

@@ -228,12 +228,13 @@ constexpr int kMaxLinkHops = 40;
 // Where a write to `path` lands: `path`, or when it is a symlink, the final
 // target of its chain of links (a relative link read from its own folder).
 // That target need not exist: a dangling link is written through, creating
-// it, as a shell redirection does. Anything that cannot be read as a link
-// (a missing folder, too many links) is returned as it stands, for the
-// create to report.
-std::string FinalTarget(const std::string& path) {
+// it, as a shell redirection does. A loop, or a chain longer than the
+// kernel follows, is kIO (ELOOP); anything else that cannot be read as a
+// link (a missing folder) is returned as it stands, for the create to
+// report.
+Result<std::string> FinalTarget(const std::string& path) {
   std::string at = path;
-  for (int hops = 0; hops < kMaxLinkHops; ++hops) {
+  for (int hops = 0; hops <= kMaxLinkHops; ++hops) {
     struct stat st;
     if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
     std::string link(PATH_MAX, '\0');
@@ -243,7 +244,7 @@ std::string FinalTarget(const std::string& path) {
     if (link[0] != '/' && at.find('/') != std::string::npos) link = DirName(at) + "/" + link;
     at = std::move(link);
   }
-  return at;
+  return PosixError(path, "follow symlinks", ELOOP);
 }
 
 // What a replacement keeps of the regular file it replaces.
@@ -450,7 +451,7 @@ class PosixEnv final : public Env {
 
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override {
     static thread_local std::mt19937_64 rng(std::random_device{}());
-    const std::string real = FinalTarget(path);
+    ZF_ASSIGN_OR_RETURN(const std::string real, FinalTarget(path));
     std::string dir = DirName(real);
     const bool bare = real.find('/') == std::string::npos;
     SweepOnce(dir);

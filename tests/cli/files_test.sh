@@ -176,6 +176,14 @@ expect "a symlink OUT to IN" 2 "zerofold: shrink: OUT is IN; use --in-place to r
 zerofold: hint: run 'zerofold shrink --help'
 "
 rm -rf real link.pt want.pt
+# A loop of links: an I/O error (exit 3), the links as they were.
+ln -s loop2.pt loop1.pt && ln -s loop1.pt loop2.pt
+run_z shrink --quiet "$views" loop1.pt
+expect "a loop of links as OUT" 3 "zerofold: loop1.pt: io: stat: Too many levels of symbolic links
+"
+[ "$(readlink loop1.pt) $(readlink loop2.pt)" = "loop2.pt loop1.pt" ] && [ "$(ls -A | grep -c zerofold-tmp)" = 0 ] && ok ||
+  bad "a loop of links: $(ls -lA)"
+rm -f loop1.pt loop2.pt
 
 # --- a Hugging Face hub cache shrunk in place ---------------------------------------------
 # models--org--name/snapshots/REV/FILE -> ../../blobs/SHA256, as huggingface_hub lays it out.
