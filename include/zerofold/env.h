@@ -75,6 +75,23 @@ class Sink {
 // Writes into a temp file in the target's folder. Commit() flushes, fsyncs,
 // renames onto the target and fsyncs the folder. Destroying the sink without
 // a successful Commit() removes the temp file; the target is untouched.
+//
+// The file as the file system shows it (Env::Default()):
+//   - A new file gets mode 0666 less the umask (as `touch` makes it).
+//   - A regular file replaced keeps its permission bits (set-ID and sticky
+//     bits too), and its owner and group where the process may set them:
+//     the owner needs privilege (EPERM leaves it the writer's), the group
+//     membership. Best effort, as `cp -p`: ACLs and extended attributes are
+//     not carried over, and a file system that cannot set them fails no
+//     write. Other hard links to the old file keep the old bytes.
+//   - A target that is a symlink, or a chain of them, is written through:
+//     the temp file goes in the final target's folder and is renamed onto
+//     that file, so the link, and every other link to the same file, stays
+//     a link and sees the new bytes. In a Hugging Face hub cache
+//     (snapshots/REV/FILE -> ../../blobs/HASH) a file rewritten in place
+//     replaces its blob, and the cache never grows by a copy. A dangling
+//     link creates its target; a loop of links is kIO. name() is still
+//     the path given.
 class AtomicFileSink : public Sink {
  public:
   virtual Status Commit() = 0;
@@ -108,11 +125,12 @@ class Env {
   virtual Result<std::unique_ptr<RandomSource>> OpenRandom(const std::string& path) = 0;
   // "-" is standard input.
   virtual Result<std::unique_ptr<StreamSource>> OpenStream(const std::string& path) = 0;
-  // The temp file is named for the writing process (src/io/temp_name.h).
-  // Before the first temp file in a folder, the folder is swept: temp files
-  // of zerofold writers that are gone (killed) are removed, those of live
-  // writers and every other file left alone (best effort: a failed sweep
-  // never fails the write).
+  // The temp file is named for the writing process (src/io/temp_name.h),
+  // in the folder of the file replaced (through symlinks: the final
+  // target's; see AtomicFileSink). Before the first temp file in a folder,
+  // the folder is swept: temp files of zerofold writers that are gone
+  // (killed) are removed, those of live writers and every other file left
+  // alone (best effort: a failed sweep never fails the write).
   virtual Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) = 0;
   // The paths the sweeps removed since the last call.
   virtual std::vector<std::string> TakeRemovedTempFiles() { return {}; }
@@ -124,7 +142,8 @@ class Env {
   virtual bool FileExists(const std::string& path) = 0;
   virtual bool IsDirectory(const std::string& path) = 0;
   virtual Result<std::vector<DirEntry>> ListDir(const std::string& path) = 0;
-  // Creates the folder and its parents; OK if it exists.
+  // Creates the folder and its parents; OK if it exists. New folders get
+  // mode 0777 less the umask (as `mkdir -p` makes them).
   virtual Status CreateDirs(const std::string& path) = 0;
   // Reads a whole small file (index.json, `latest`); kLimit above max_bytes.
   virtual Result<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) = 0;
@@ -132,7 +151,8 @@ class Env {
   // Removes an empty folder; kIO if it holds anything.
   virtual Status RemoveDir(const std::string& path) = 0;
   // Bytes this user may still write on the file system holding the existing
-  // file or folder `path` (POSIX: statvfs f_bavail x f_frsize).
+  // file or folder `path`, symlinks followed (POSIX: statvfs f_bavail x
+  // f_frsize).
   virtual Result<uint64_t> FreeBytes(const std::string& path) = 0;
   // The identity of the file or folder at path, following symlinks.
   // kNotFound if there is nothing at path.

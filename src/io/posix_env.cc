@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -222,11 +223,54 @@ class PosixStreamSource final : public StreamSource {
 // The pipe buffer asked for on standard input.
 constexpr int kStdinPipeBytes = 1 << 20;
 
+// Links followed before giving up, as the kernel's limit (ELOOP).
+constexpr int kMaxLinkHops = 40;
+
+// Where a write to `path` lands: `path`, or when it is a symlink, the final
+// target of its chain of links (a relative link read from its own folder).
+// That target need not exist: a dangling link is written through, creating
+// it, as a shell redirection does. A loop, or a chain longer than the
+// kernel follows, is kIO (ELOOP); anything else that cannot be read as a
+// link (a missing folder) is returned as it stands, for the create to
+// report.
+Result<std::string> FinalTarget(const std::string& path) {
+  std::string at = path;
+  for (int hops = 0; hops <= kMaxLinkHops; ++hops) {
+    struct stat st;
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    std::string link(PATH_MAX, '\0');
+    ssize_t n = ::readlink(at.c_str(), link.data(), link.size());
+    if (n <= 0 || static_cast<size_t>(n) >= link.size()) return at;
+    link.resize(static_cast<size_t>(n));
+    if (link[0] != '/' && at.find('/') != std::string::npos) link = DirName(at) + "/" + link;
+    at = std::move(link);
+  }
+  return PosixError(path, "follow symlinks", ELOOP);
+}
+
+// What a replacement keeps of the regular file it replaces.
+struct Replaced {
+  mode_t mode;  // permission bits, with set-user-ID, set-group-ID and sticky
+  uid_t owner;
+  gid_t group;
+};
+
+// Gives the new file at `fd` the replaced file's owner and group where this
+// process may (the owner needs privilege, the group membership: EPERM for
+// the owner leaves it ours and tries the group alone). Best effort, as
+// cp -p: a file system that keeps no owners fails no write.
+void TakeOwnerAndGroup(int fd, const Replaced& r) {
+  if (::fchown(fd, r.owner, r.group) != 0) ::fchown(fd, static_cast<uid_t>(-1), r.group);
+}
+
 class PosixAtomicFileSink final : public AtomicFileSink {
  public:
-  PosixAtomicFileSink(std::string target, std::string temp, int fd, io::ExitCleanup::Entry temp_entry)
-      : target_(std::move(target)), temp_(std::move(temp)), fd_(fd), writer_(fd, target_),
-        temp_entry_(std::move(temp_entry)) {}
+  // `target` the path the user gave, `real` the file it names (FinalTarget),
+  // `temp` beside `real`.
+  PosixAtomicFileSink(std::string target, std::string real, std::string temp, int fd,
+                      std::optional<Replaced> replaced, io::ExitCleanup::Entry temp_entry)
+      : target_(std::move(target)), real_(std::move(real)), temp_(std::move(temp)), fd_(fd),
+        replaced_(replaced), writer_(fd, target_), temp_entry_(std::move(temp_entry)) {}
   ~PosixAtomicFileSink() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(temp_.c_str());
@@ -241,6 +285,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
   Status Commit() override {
     if (fd_ < 0) return Status::Internal("commit twice").WithPath(target_);
     ZF_TRY(writer_.Finish());
+    if (replaced_) ::fchmod(fd_, replaced_->mode);  // exactly the replaced file's, now that it is written
     if (::fsync(fd_) != 0) return PosixError(target_, "fsync", errno);
     if (::close(fd_) != 0) {
       fd_ = -1;
@@ -249,13 +294,13 @@ class PosixAtomicFileSink final : public AtomicFileSink {
     fd_ = -1;
     // A stop at once (io/exit_cleanup.h) removes the file from its rename on
     // when the rename created it; a file it replaced stays, made by no run.
-    io::ExitCleanup::Entry made(io::ExitCleanup::Process(), target_, io::ExitCleanup::Kind::kOutput);
+    io::ExitCleanup::Entry made(io::ExitCleanup::Process(), real_, io::ExitCleanup::Kind::kOutput);
     int rename_error = 0;
     {
       io::ExitCleanup::Section section(io::ExitCleanup::Process());
       struct stat st;
-      const bool existed = ::lstat(target_.c_str(), &st) == 0;
-      if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+      const bool existed = ::lstat(real_.c_str(), &st) == 0;
+      if (::rename(temp_.c_str(), real_.c_str()) != 0) {
         rename_error = errno;
       } else {
         if (!existed) made.Arm();
@@ -265,7 +310,7 @@ class PosixAtomicFileSink final : public AtomicFileSink {
     if (rename_error != 0) return PosixError(target_, "rename", rename_error);
     made.Keep();
     committed_ = true;
-    int dfd = ::open(DirName(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = ::open(DirName(real_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
       ::fsync(dfd);
       ::close(dfd);
@@ -280,8 +325,10 @@ class PosixAtomicFileSink final : public AtomicFileSink {
 
  private:
   std::string target_;
+  std::string real_;
   std::string temp_;
   int fd_;
+  std::optional<Replaced> replaced_;
   io::FlushBehindWriter writer_;  // large files leave the page cache as they reach the disk
   io::ExitCleanup::Entry temp_entry_;  // the temp file, for a stop at once
   bool committed_ = false;
@@ -422,21 +469,35 @@ class PosixEnv final : public Env {
 
   Result<std::unique_ptr<AtomicFileSink>> NewAtomicFile(const std::string& path) override {
     static thread_local std::mt19937_64 rng(std::random_device{}());
-    std::string dir = DirName(path);
-    const bool bare = dir == "." && path.find('/') == std::string::npos;
+    ZF_ASSIGN_OR_RETURN(const std::string real, FinalTarget(path));
+    std::string dir = DirName(real);
+    const bool bare = real.find('/') == std::string::npos;
     SweepOnce(dir);
-    std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    std::optional<Replaced> replaced;
+    struct stat st;
+    if (::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      replaced = Replaced{static_cast<mode_t>(st.st_mode & 07777), st.st_uid, st.st_gid};
+    std::string base = real.substr(bare ? 0 : real.rfind('/') + 1);
     for (int attempt = 0; attempt < 16; ++attempt) {
       std::string temp = (bare ? "" : dir + "/") + io::TempFileName(base, Self(), rng());
+      // The kernel takes the umask off: a new file gets 0666 & ~umask, as
+      // any new file; a replacement is never more open than the file it
+      // replaces while written (its mode, and the owner's read and write),
+      // and gets that mode exactly at Commit().
+      const mode_t create = replaced ? (replaced->mode & 0777) | S_IRUSR | S_IWUSR : 0666;
       io::ExitCleanup::Entry entry(io::ExitCleanup::Process(), temp, io::ExitCleanup::Kind::kTemp);
       int fd, open_error;
       {
         io::ExitCleanup::Section section(io::ExitCleanup::Process());  // made and registered as one step
-        fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create);
         open_error = errno;
         if (fd >= 0) entry.Arm();
       }
-      if (fd >= 0) return std::unique_ptr<AtomicFileSink>(new PosixAtomicFileSink(path, temp, fd, std::move(entry)));
+      if (fd >= 0) {
+        if (replaced) TakeOwnerAndGroup(fd, *replaced);
+        return std::unique_ptr<AtomicFileSink>(
+            new PosixAtomicFileSink(path, real, temp, fd, replaced, std::move(entry)));
+      }
       if (open_error != EEXIST) return PosixError(path, "create temp file", open_error);
     }
     return Status::IOError("could not create a unique temp file").WithPath(path);
@@ -478,7 +539,7 @@ class PosixEnv final : public Env {
     if (path.empty() || IsDirectory(path)) return Status::OK();
     std::string parent = DirName(path);
     if (parent != path && parent != "." && parent != "/") ZF_TRY(CreateDirs(parent));
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return PosixError(path, "mkdir", errno);
+    if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST) return PosixError(path, "mkdir", errno);
     return Status::OK();
   }
 

@@ -16,11 +16,12 @@ namespace {
 Status CheckFileTargets(Env* env, const FileSet& set, const FileSetOptions& options) {
   if (set.in_place) {
     if (options.dry_run) return Status::OK();
-    // One file at a time: the largest replacement must fit.
-    uint64_t largest = 0;
+    // One file at a time: each replacement must fit beside the file it
+    // replaces (a symlinked file's target may be on another file system,
+    // as in a Hugging Face cache's blobs/). A file left as it is needs none.
     for (const PlannedFile& f : set.files)
-      if (f.write) largest = std::max(largest, f.bytes);
-    return largest == 0 ? Status::OK() : CheckFreeSpace(env, set.out, largest);
+      if (f.write) ZF_TRY(CheckFreeSpace(env, f.path, f.bytes));
+    return Status::OK();
   }
   if (io::IsStreamName(set.out)) return Status::OK();  // standard output and .zst take what they take
   ZF_TRY(CheckTargets(env, set.inputs, {{set.out}, {}}, options.dry_run || options.force));

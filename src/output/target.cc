@@ -130,8 +130,10 @@ Status CheckTargets(Env* env, const std::vector<std::string>& inputs, const Targ
 }
 
 Status CheckFreeSpace(Env* env, const std::string& where, uint64_t needed) {
+  // An existing file is asked itself: through a symlink, the file system
+  // asked is its target's, where the replacement is written.
   std::string folder = where;
-  while (!env->IsDirectory(folder)) {
+  while (!env->FileExists(folder)) {
     std::string parent = ParentOf(folder);
     if (parent == folder) break;
     folder = parent;

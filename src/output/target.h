@@ -84,7 +84,9 @@ struct TargetFiles {
 Status CheckTargets(Env* env, const std::vector<std::string>& inputs, const TargetFiles& files, bool force);
 
 // Before writing: kIO (path: `where`) when the file system holding `where`
-// (or its nearest existing parent folder) has fewer than `needed` bytes
+// (an existing file or folder, symlinks followed to their final target, as
+// Env::NewAtomicFile writes through them; else its nearest existing parent
+// folder) has fewer than `needed` bytes
 // free for this user (Env::FreeBytes), giving both; the CLI exits 3.
 Status CheckFreeSpace(Env* env, const std::string& where, uint64_t needed);
 

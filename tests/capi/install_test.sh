@@ -6,7 +6,10 @@
 #   - libzerofold.a, include/zerofold/zerofold.h and zerofold.pc are there,
 #     the .pc with zstd and xxhash as private requirements;
 #   - the program converts a fixture through the C API, and the output is
-#     the CLI's, byte for byte.
+#     the CLI's, byte for byte;
+#   - `pkg-config --static --libs zerofold` is complete: `cc -static p.c
+#     $(pkg-config --static --cflags --libs zerofold)` links a fully static
+#     program against libzerofold.a, which runs and writes the same bytes.
 #
 #   bash tests/capi/install_test.sh [BUILD_DIR]   (default: build)
 source "$(dirname "$0")/../cli/lib.sh"
@@ -65,5 +68,16 @@ expect_true "the program links the installed library" \
   "LD_LIBRARY_PATH='$L' ldd '$T/p' | grep -q '$L/libzerofold.so.0'"
 "$Z" convert "$F/torch/views.pt" "$T/cli.safetensors" >/dev/null 2>&1
 expect_true "its output is the CLI's" "cmp -s '$T/p.safetensors' '$T/cli.safetensors'"
+
+# Fully static: libzerofold.a, the C++ runtime, libm, zstd and xxhash, all
+# named by the .pc.
+if cc -static -std=c99 -Wall -Werror "$T/p.c" $(pkg-config --static --cflags --libs zerofold) -o "$T/p_static" \
+    2>"$ERR"; then ok; else
+  bad "cc -static p.c \$(pkg-config --static --cflags --libs zerofold): $(grep -o 'undefined reference to .*' "$ERR" | sort -u | head -5) $(tail -2 "$ERR")"
+fi
+expect_true "the static program has no dynamic section" "[ -x '$T/p_static' ] && LC_ALL=C readelf -d '$T/p_static' | grep -q 'no dynamic section'"
+"$T/p_static" "$F/torch/views.pt" "$T/p_static.safetensors" >"$OUT" 2>"$ERR"
+expect_true "the static program runs ($(cat "$ERR"))" "grep -q '^zerofold [0-9.]*: [0-9]* tensors$' '$OUT'"
+expect_true "its output is the CLI's" "cmp -s '$T/p_static.safetensors' '$T/cli.safetensors'"
 
 zf_finish

@@ -3,12 +3,14 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <span>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,98 @@ TEST_CASE("PosixEnv: a new temp file's folder is swept of temp files whose write
   for (const std::string& f : {dead, reused}) CHECK_FALSE(env->FileExists(f));
   for (const std::string& f : {live, remote, other, dir + "/a.pt"}) unlink(f.c_str());
   rmdir(dir.c_str());
+}
+
+// AtomicFileSink as the file system shows it (env.h): new files and folders
+// take the umask off 0666 and 0777; a replaced file's mode stays; a symlink
+// target is written through, in the final target's folder, a dangling one
+// creating its target; a loop of links is refused.
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  REQUIRE_EQ(::stat(path.c_str(), &st), 0);
+  return st.st_mode & 07777;
+}
+bool IsLink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+size_t TempFilesIn(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    n += io::ParseTempFileName(e.path().filename().string()).has_value() ? 1 : 0;
+  return n;
+}
+Status WriteAtomic(Env* env, const std::string& path, std::string_view text, size_t* temps_beside = nullptr,
+                   const std::string& beside = "") {
+  ZF_ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileSink> sink, env->NewAtomicFile(path));
+  CHECK_EQ(sink->name(), path);
+  ZF_TRY(sink->Append(std::as_bytes(std::span(text.data(), text.size()))));
+  if (temps_beside != nullptr) *temps_beside = TempFilesIn(beside);
+  return sink->Commit();
+}
+
+TEST_CASE("PosixEnv NewAtomicFile: modes from the umask or the replaced file; symlinks written through") {
+  char name[] = "/tmp/zf_posix_files_XXXXXX";
+  REQUIRE(mkdtemp(name) != nullptr);
+  const std::string dir = name;
+  Env* env = Env::Default();
+  const mode_t saved = ::umask(002);
+
+  REQUIRE(env->CreateDirs(dir + "/new/deeper").ok());
+  CHECK_EQ(ModeOf(dir + "/new"), 0775);
+  CHECK_EQ(ModeOf(dir + "/new/deeper"), 0775);
+  REQUIRE(WriteAtomic(env, dir + "/new/a.pt", "a").ok());
+  CHECK_EQ(ModeOf(dir + "/new/a.pt"), 0664);
+  ::umask(077);
+  REQUIRE(WriteAtomic(env, dir + "/new/b.pt", "b").ok());
+  CHECK_EQ(ModeOf(dir + "/new/b.pt"), 0600);
+  // Replaced: the mode stays, whatever the umask.
+  REQUIRE_EQ(::chmod((dir + "/new/a.pt").c_str(), 0644), 0);
+  REQUIRE(WriteAtomic(env, dir + "/new/a.pt", "a2").ok());
+  CHECK_EQ(ModeOf(dir + "/new/a.pt"), 0644);
+  CHECK_EQ(Slurp(dir + "/new/a.pt"), "a2");
+  ::umask(saved);
+
+  // A chain of links: relative, then absolute, across folders.
+  REQUIRE(env->CreateDirs(dir + "/blobs").ok());
+  REQUIRE(env->CreateDirs(dir + "/snap").ok());
+  REQUIRE(WriteAtomic(env, dir + "/blobs/h1", "old").ok());
+  REQUIRE_EQ(::chmod((dir + "/blobs/h1").c_str(), 0640), 0);
+  REQUIRE_EQ(symlink((dir + "/blobs/h1").c_str(), (dir + "/snap/hop").c_str()), 0);
+  REQUIRE_EQ(symlink("../snap/hop", (dir + "/new/model.pt").c_str()), 0);
+  size_t temps = 0;
+  REQUIRE(WriteAtomic(env, dir + "/new/model.pt", "new", &temps, dir + "/blobs").ok());
+  CHECK_EQ(temps, 1);  // the temp file was beside the blob
+  CHECK(IsLink(dir + "/new/model.pt"));
+  CHECK(IsLink(dir + "/snap/hop"));
+  CHECK_FALSE(IsLink(dir + "/blobs/h1"));
+  CHECK_EQ(Slurp(dir + "/blobs/h1"), "new");
+  CHECK_EQ(ModeOf(dir + "/blobs/h1"), 0640);
+  for (const std::string& d : {dir + "/new", dir + "/snap", dir + "/blobs"}) CHECK_EQ(TempFilesIn(d), 0);
+
+  // A bare name, relative to the working folder, linking into a folder.
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  REQUIRE_EQ(chdir((dir + "/new").c_str()), 0);
+  REQUIRE_EQ(symlink("../blobs/h2", "bare.pt"), 0);  // dangling: written through, creating h2
+  CHECK(WriteAtomic(env, "bare.pt", "h2").ok());
+  REQUIRE_EQ(chdir(cwd), 0);
+  CHECK(IsLink(dir + "/new/bare.pt"));
+  CHECK_EQ(Slurp(dir + "/blobs/h2"), "h2");
+
+  // A loop: refused, nothing written.
+  REQUIRE_EQ(symlink("l2", (dir + "/new/l1").c_str()), 0);
+  REQUIRE_EQ(symlink("l1", (dir + "/new/l2").c_str()), 0);
+  Status loop = env->NewAtomicFile(dir + "/new/l1").status();
+  CHECK_EQ(loop.code(), Code::kIO);
+  CHECK_EQ(loop.ToString(), dir + "/new/l1: io: follow symlinks: Too many levels of symbolic links");
+  CHECK(IsLink(dir + "/new/l1"));
+
+  std::filesystem::remove_all(dir);
 }
 
 // Open descriptors under the limit on open files: PosixEnv keeps at most half
