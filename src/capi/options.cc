@@ -7,7 +7,7 @@
 
 #include "capi/error.h"
 #include "io/zstd_stream.h"
-#include "shrink/cast.h"
+#include "rewrite/cast.h"
 
 namespace zerofold::capi {
 
@@ -31,8 +31,8 @@ Status CheckShardBytes(uint64_t bytes) {
 // `name` parsed as a cast target; nullopt for NULL or "" (every dtype kept).
 Result<std::optional<torch::DType>> ParseDType(const char* name, const char* which) {
   if (name == nullptr || *name == '\0') return std::optional<torch::DType>();
-  std::optional<torch::DType> d = shrink::ParseCastTarget(name);
-  if (!d) return Status::InvalidArgument(std::string(which) + " takes " + shrink::kCastTargetNames + ", not '" + name + "'");
+  std::optional<torch::DType> d = rewrite::ParseCastTarget(name);
+  if (!d) return Status::InvalidArgument(std::string(which) + " takes " + rewrite::kCastTargetNames + ", not '" + name + "'");
   return d;
 }
 

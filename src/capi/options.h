@@ -11,13 +11,13 @@
 #include "io/read_plan.h"
 #include "merge/merge.h"
 #include "output/parts.h"
-#include "shrink/shrink.h"
+#include "rewrite/shrink.h"
 #include "zerofold/zerofold.h"
 
 struct zf_shrink_options {
   // dry_run, verify, keep_unsafe, buffer_bytes, dtype, select, zstd, read
   // limits; progress stays empty.
-  zerofold::shrink::ShrinkOptions shrink;
+  zerofold::rewrite::ShrinkOptions shrink;
   bool in_place = false;
   bool force = false;
   bool dedupe_tied = false;

@@ -1,13 +1,13 @@
 // zf_shrink and zf_convert: what `zerofold shrink` and `zerofold convert`
-// decide from IN, OUT and their flags, through the same convert::RunShrink
-// (convert/request.h).
+// decide from IN, OUT and their flags, through the same rewrite::RunShrink
+// (rewrite/request.h).
 #include <cstdint>
 #include <string>
 
 #include "capi/call_env.h"
 #include "capi/error.h"
 #include "capi/options.h"
-#include "convert/request.h"
+#include "rewrite/request.h"
 #include "zerofold/env.h"
 #include "zerofold/zerofold.h"
 
@@ -15,7 +15,7 @@ namespace zerofold::capi {
 
 namespace {
 
-void Add(const shrink::ShrinkReport& r, zf_shrink_report* report) {
+void Add(const rewrite::ShrinkReport& r, zf_shrink_report* report) {
   report->input_bytes += r.input_file_bytes;
   report->output_bytes += r.output_file_bytes;
   report->output_files += 1;
@@ -26,24 +26,24 @@ void Add(const shrink::ShrinkReport& r, zf_shrink_report* report) {
 }
 
 // A part's report counts the part's files (output::PartFiles), other runs every file.
-void Add(const convert::ConvertReport& r, const output::PartSpec& part, zf_shrink_report* report) {
+void Add(const rewrite::ConvertReport& r, const output::PartSpec& part, zf_shrink_report* report) {
   report->input_bytes += r.input_bytes;
   report->verified_tensors += r.verified_tensors;
   report->verified_bytes += r.verified_bytes;
   for (size_t k = 0; k < r.files.size(); ++k) {
     if (part.kind == output::PartSpec::Kind::kPart && r.parts.file_parts[k] != part.index) continue;
-    const convert::OutputFile& f = r.files[k];
+    const rewrite::OutputFile& f = r.files[k];
     report->output_bytes += f.bytes;
     report->output_files += 1;
     report->tensors += f.tensors;
   }
 }
 
-// The CLI's refusals and choice of operation (convert/request.h), worded
+// The CLI's refusals and choice of operation (rewrite/request.h), worded
 // for the C options.
 Status Shrink(bool convert, const std::string& in, const std::string& out, const zf_shrink_options& o,
               zf_shrink_report* report) {
-  convert::ShrinkRequest request;
+  rewrite::ShrinkRequest request;
   request.convert = convert;
   request.in = in;
   request.out = out;
@@ -71,12 +71,12 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
   io::ReadPlan reads;
   if (o.reads != nullptr) request.options.read_plan = &reads;
   Env* env = call.env();
-  ZF_TRY(convert::CheckShrinkRequest(env, request, convert::kOptionWords));
-  Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
+  ZF_TRY(rewrite::CheckShrinkRequest(env, request, rewrite::kOptionWords));
+  Result<rewrite::ShrinkOutcome> outcome = rewrite::RunShrink(env, request);
   if (!outcome.ok()) return call.Finish(outcome.status());
   ZF_TRY(DeliverReads(reads, o.reads, o.reads_user));
   if (outcome->converted) Add(*outcome->converted, request.part, report);
-  for (const shrink::ShrinkReport& r : outcome->files) Add(r, report);
+  for (const rewrite::ShrinkReport& r : outcome->files) Add(r, report);
   return Status::OK();
 }
 

@@ -18,7 +18,7 @@
 #include "megatron/merge.h"
 #include "merge/merge.h"
 #include "model/listing_json.h"
-#include "shrink/cast.h"
+#include "rewrite/cast.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -437,8 +437,8 @@ int RunMerge(const std::vector<std::string>& argv) {
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError("merge", s.message());
   options.tag = args.Value("tag");
   if (auto v = args.Value("dtype")) {
-    std::optional<torch::DType> d = shrink::ParseCastTarget(*v);
-    if (!d) return UsageError("merge", "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *v + "'");
+    std::optional<torch::DType> d = rewrite::ParseCastTarget(*v);
+    if (!d) return UsageError("merge", "--dtype takes " + std::string(rewrite::kCastTargetNames) + ", not '" + *v + "'");
     options.dtype = *d;
   }
   options.exclude_frozen = args.Has("exclude-frozen");

@@ -17,11 +17,11 @@
 #include "cli/report.h"
 #include "cli/signals.h"
 #include "cli/shrink_convert.h"
-#include "convert/request.h"
+#include "rewrite/request.h"
 #include "io/zstd_stream.h"
 #include "model/listing_json.h"
-#include "shrink/cast.h"
-#include "shrink/shrink.h"
+#include "rewrite/cast.h"
+#include "rewrite/shrink.h"
 #include "zerofold/env.h"
 
 namespace zerofold::cli {
@@ -177,7 +177,7 @@ std::vector<FlagSpec> ShrinkFlags() {
 const std::vector<FlagSpec> kShrinkFlags = ShrinkFlags();
 
 // `complete`: a --part run found the output complete and did not rewrite it.
-void PrintReport(std::FILE* out, const shrink::ShrinkReport& r, bool dry_run, bool complete) {
+void PrintReport(std::FILE* out, const rewrite::ShrinkReport& r, bool dry_run, bool complete) {
   std::fprintf(out, "%s -> %s: %s -> %s (%zu tensors, %zu -> %zu storages)%s\n",
                EscapeForDisplay(r.input, Backslash::kEscape).c_str(), EscapeForDisplay(r.output, Backslash::kEscape).c_str(),
                HumanBytes(r.input_file_bytes).c_str(), HumanBytes(r.output_file_bytes).c_str(), r.tensors,
@@ -194,7 +194,7 @@ void PrintReport(std::FILE* out, const shrink::ShrinkReport& r, bool dry_run, bo
     PrintWarning(r.input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
 }
 
-void WriteReportJson(json::Writer& w, const shrink::ShrinkReport& r) {
+void WriteReportJson(json::Writer& w, const rewrite::ShrinkReport& r) {
   w.BeginObject();
   w.Key("input");
   w.String(r.input);
@@ -233,7 +233,7 @@ void WriteReportJson(json::Writer& w, const shrink::ShrinkReport& r) {
 }
 
 
-// shrink and convert: one parser, one request, one path (convert/request.h).
+// shrink and convert: one parser, one request, one path (rewrite/request.h).
 int RunRewrite(const char* command, bool convert, const std::vector<std::string>& argv) {
   const std::vector<FlagSpec>& flags = convert ? kConvertFlags : kShrinkFlags;
   Result<ParsedArgs> parsed = ParseArgs(argv, flags);
@@ -251,7 +251,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   const std::string in = args.positionals[0];
   const std::string out = in_place ? in : args.positionals[1];
 
-  shrink::ShrinkOptions options;
+  rewrite::ShrinkOptions options;
   options.keep_unsafe = args.Has("keep-unsafe");
   options.dry_run = args.Has("dry-run");
   if (Status s = ApplyLimitFlags(args, &options.read); !s.ok()) return UsageError(command, s.message());
@@ -268,15 +268,15 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (!set.ok()) return UsageError(command, "--" + set.message());
   }
   // Flags whose values need parsing.
-  convert::ShrinkRequest request;
+  rewrite::ShrinkRequest request;
   if (auto to = args.Value("to")) {
     if (*to != "torch" && *to != "safetensors")
       return UsageError(command, "--to takes torch or safetensors, not '" + *to + "'");
     request.to = *to == "safetensors" ? output::ShardFormat::kSafetensors : output::ShardFormat::kTorch;
   }
   if (auto name = args.Value("dtype")) {
-    options.dtype = shrink::ParseCastTarget(*name);
-    if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(shrink::kCastTargetNames) + ", not '" + *name + "'");
+    options.dtype = rewrite::ParseCastTarget(*name);
+    if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(rewrite::kCastTargetNames) + ", not '" + *name + "'");
   }
   options.select = args.Value("select").value_or("");
   if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError(command, s.message());
@@ -315,7 +315,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   const bool finish = request.part.kind == output::PartSpec::Kind::kFinish;
   size_t printed = 0;
   if (!as_json && !quiet && !finish) {
-    options.file_done = [&](const shrink::ShrinkReport& r, bool skipped) {
+    options.file_done = [&](const rewrite::ShrinkReport& r, bool skipped) {
       progress.Clear();
       PrintReport(text_out, r, options.dry_run, skipped);
       std::fflush(text_out);
@@ -331,13 +331,13 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   request.dedupe_tied = args.Has("dedupe-tied");
   request.options = options;
   Env* env = CommandEnv();
-  if (Status s = convert::CheckShrinkRequest(env, request, convert::kFlagWords); !s.ok()) {
+  if (Status s = rewrite::CheckShrinkRequest(env, request, rewrite::kFlagWords); !s.ok()) {
     // Refusals of the flags are usage errors; those naming a file (output/target.h) print as merge's do.
     if (s.code() == Code::kInvalidArgument && s.path().empty()) return UsageError(command, s.message());
     PrintError(s);
     return ExitCodeFor(s);
   }
-  Result<convert::ShrinkOutcome> outcome = convert::RunShrink(env, request);
+  Result<rewrite::ShrinkOutcome> outcome = rewrite::RunShrink(env, request);
   RunEnded(outcome.ok());
   progress.Clear();
   const std::vector<std::string> removed_temps = NoteRemovedTempFiles(env);
@@ -348,7 +348,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
                                                      options.read_plan).c_str());
     return kExitOk;
   }
-  const std::vector<shrink::ShrinkReport>& reports = outcome->files;
+  const std::vector<rewrite::ShrinkReport>& reports = outcome->files;
   if (as_json) {
     json::Writer w = model::NewJsonWriter();
     w.BeginObject();
@@ -357,7 +357,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (options.read_plan != nullptr) WriteReadsJson(w, *options.read_plan);
     w.Key("files");
     w.BeginArray();
-    for (const shrink::ShrinkReport& r : reports) WriteReportJson(w, r);
+    for (const rewrite::ShrinkReport& r : reports) WriteReportJson(w, r);
     w.EndArray();
     WritePartsJson(w, request.part, outcome->parts);
     w.Key("removed_temp_files");
@@ -372,7 +372,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     const output::PartFiles& parts = outcome->parts;
     for (size_t k = 0; k < reports.size(); ++k) {
       if (finish) break;  // the parts wrote the shards; finish checked them
-      const shrink::ShrinkReport& r = reports[k];
+      const rewrite::ShrinkReport& r = reports[k];
       const bool complete = std::find(parts.skipped.begin(), parts.skipped.end(), r.output) != parts.skipped.end();
       if (k >= printed) PrintReport(text_out, r, options.dry_run, complete);
       before += r.input_file_bytes;
@@ -383,7 +383,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     if (options.verify) {
       size_t tensors = 0;
       uint64_t bytes = 0;
-      for (const shrink::ShrinkReport& r : reports) {
+      for (const rewrite::ShrinkReport& r : reports) {
         tensors += r.verified_tensors;
         bytes += r.verified_bytes;
       }

@@ -18,7 +18,7 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Uint(bytes);
 }
 
-void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
+void PrintConvertReport(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
   if (quiet) return;
@@ -27,7 +27,7 @@ void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec&
   const bool all = part.kind == output::PartSpec::Kind::kAll;
   uint64_t out = 0;
   for (size_t k = 0; k < r.files.size(); ++k) {
-    const convert::OutputFile& f = r.files[k];
+    const rewrite::OutputFile& f = r.files[k];
     if (!all && !InThisPart(part, r.parts, k)) continue;
     const bool complete = std::find(r.parts.skipped.begin(), r.parts.skipped.end(), f.path) != r.parts.skipped.end();
     std::fprintf(out_file, "%s -> %s: %s (%zu tensors)%s\n", in.c_str(), f.path.c_str(), HumanBytes(f.bytes).c_str(),
@@ -63,7 +63,7 @@ void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads) {
   w.Uint(reads.bytes());
 }
 
-std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run,
                               const io::ReadPlan* reads) {
   json::Writer w = model::NewJsonWriter();
   w.BeginObject();
@@ -75,7 +75,7 @@ std::string ConvertReportJson(const convert::ConvertReport& r, const output::Par
   w.Uint(r.input_bytes);
   w.Key("files");
   w.BeginArray();
-  for (const convert::OutputFile& f : r.files) {
+  for (const rewrite::OutputFile& f : r.files) {
     w.BeginObject();
     w.Key("path");
     w.String(f.path);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "convert/convert.h"
+#include "rewrite/convert.h"
 #include "io/read_plan.h"
 #include "json/writer.h"
 #include "output/parts.h"
@@ -19,7 +19,7 @@ namespace zerofold::cli {
 // output carries the data (to_stdout). With --part I/N: the lines of the
 // part's files (those found complete say so) and PartSummary's line;
 // finish: PartSummary's line and the index.
-void PrintConvertReport(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
+void PrintConvertReport(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout);
 
 // "verified_tensors": N, "verified_bytes": M (--verify's totals).
@@ -31,7 +31,7 @@ void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads);
 
 // The --json document of a conversion; `reads` (a dry run's) when not null.
 // With --part, "parts" and "skipped" as merge has them (WritePartsJson).
-std::string ConvertReportJson(const convert::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run,
                               const io::ReadPlan* reads);
 
 }  // namespace zerofold::cli

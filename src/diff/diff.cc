@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "convert/convert.h"
+#include "rewrite/convert.h"
 #include "gather/view_reader.h"
 #include "io/cursor.h"
 #include "io/zstd_stream.h"

@@ -4,7 +4,7 @@
 //
 // Names are those `inspect` lists (torch/checkpoint.h Tensor::name: dict
 // keys and indices joined with '.'; safetensors names as stored); a folder's
-// names are those of all its checkpoint files (convert/convert.h
+// names are those of all its checkpoint files (rewrite/convert.h
 // FolderCheckpoints). For each name in both:
 //   - dtype and shape are compared; different shapes are different and no
 //     values are read;

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "model/hf_folder.h"
-#include "shrink/shrink.h"
+#include "rewrite/shrink.h"
 
 namespace zerofold::inspect {
 
@@ -37,7 +37,7 @@ void InspectModelPath(Env* env, const std::string& path, const model::ListOption
     out->files.push_back({file, std::move(listing)});
   }
   if (out->kind == Kind::kHfFolder)
-    out->folder = shrink::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
+    out->folder = rewrite::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // (zf_inspect_json); the listings themselves come from their formats'
 // folders (model/listing.h, dcp/listing.h, megatron/inspect.h,
 // zero/inspect.h) and a Hugging Face folder's total from shrink's own plan
-// (shrink/shrink.h TotalOfFolder).
+// (rewrite/shrink.h TotalOfFolder).
 //
 // A PATH is tried, in this order, as:
 //   1. a Megatron-Core / NeMo 2 torch_dist checkpoint (megatron::InspectPath);

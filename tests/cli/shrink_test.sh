@@ -62,7 +62,7 @@ grep -qx "verified 9 tensors, 404 bytes" "$OUT" || fail "--verify into torch sha
 expect_true "--verify into torch shards: two shards and the index" \
   "[ \"\$(ls outdir | tr '\n' ' ')\" = 'pytorch_model-00001-of-00002.bin pytorch_model-00002-of-00002.bin pytorch_model.bin.index.json ' ]"
 rm -rf outdir
-# safetensors output is verified too (convert/convert.h ConvertOptions::verify).
+# safetensors output is verified too (rewrite/convert.h ConvertOptions::verify).
 run_z shrink --verify --to safetensors "$views" out.safetensors
 expect "--verify --to safetensors" 0 ""
 n=$("$Z" inspect --json out.safetensors | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["files"][0]["tensors"]))')

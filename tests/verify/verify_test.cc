@@ -11,7 +11,7 @@
 #include "io/fault_env.h"
 #include "io/mem.h"
 #include "io/mem_env.h"
-#include "shrink/shrink.h"
+#include "rewrite/shrink.h"
 #include "support/fixtures.h"
 #include "torch/read.h"
 
@@ -237,9 +237,9 @@ TEST_CASE("TensorDigest passes read errors up with the path and record") {
 TEST_CASE("VerifyTensors accepts a shrunk file and names the tensor whose byte changed") {
   io::MemEnv mem;
   mem.SetFile("views.pt", Fixture("torch/views.pt"));
-  shrink::ShrinkOptions options;
+  rewrite::ShrinkOptions options;
   options.verify = true;
-  Result<shrink::ShrinkReport> r = shrink::ShrinkFile(&mem, "views.pt", "small.pt", options);
+  Result<rewrite::ShrinkReport> r = rewrite::ShrinkFile(&mem, "views.pt", "small.pt", options);
   REQUIRE(r.ok());
   CHECK(r->verified);
   CHECK_EQ(r->verified_tensors, r->tensors);
