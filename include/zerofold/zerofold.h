@@ -334,7 +334,7 @@ ZF_EXPORT zf_code zf_shrink_options_set_number(zf_shrink_options* options, const
 /* Read and write through `env` (the callbacks section above); NULL (the
  * default) is the operating system's files. env must outlive the calls. */
 ZF_EXPORT void zf_shrink_options_set_env(zf_shrink_options* options, const zf_env* env) ZF_NOEXCEPT;
-/* Progress reports (phase "shrink" or "convert"); fn NULL turns them off
+/* Progress reports (phase "shrink" or "convert", then "verify" with verify); fn NULL turns them off
  * (the default). A nonzero return stops the call (ZF_CANCELLED). */
 ZF_EXPORT void zf_shrink_options_set_progress(zf_shrink_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
 /* The read plan (zf_read_fn) of zf_shrink and zf_convert; fn NULL (the

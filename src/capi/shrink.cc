@@ -66,7 +66,7 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
   const char* phase = convert ? "convert" : "shrink";
   if (o.progress != nullptr)
     request.options.progress = [&](const output::SetProgress& p) {
-      call.Progress(o.progress, o.progress_user, phase, p.done, p.total);
+      call.Progress(o.progress, o.progress_user, p.verifying ? "verify" : phase, p.done, p.total);
     };
   io::ReadPlan reads;
   if (o.reads != nullptr) request.options.read_plan = &reads;

@@ -306,7 +306,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   Progress& progress = *chosen;
   // A folder's run names the file it writes: "shrink ckpt/ (file 2 of 5)".
   options.progress = [&](const output::SetProgress& p) {
-    std::string label = std::string(command) + " " + in;
+    std::string label = std::string(p.verifying ? "verify" : command) + " " + in;
     if (p.files > 1) label += " (file " + std::to_string(p.file + 1) + " of " + std::to_string(p.files) + ")";
     progress.Update(label, p.done, p.total);
   };

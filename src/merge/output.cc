@@ -152,8 +152,6 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   set.prepare = [&] { return CheckDeflatedRecords(plan); };
   TensorAssembler assembler(plan.sources, options.buffer_bytes);
   uint64_t verify_reads = 0;  // what verify read through the assembler
-  uint64_t checked = 0;
-  uint64_t verify_total = 0;
   std::vector<uint64_t> file_bytes(report->files.size(), 0);  // tensor bytes per file
   for (size_t k = 0; k < report->files.size(); ++k)
     for (size_t i : report->files[k].entries) file_bytes[k] += entry_bytes[i];
@@ -172,17 +170,13 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
       };
     }
     // --verify: every tensor of the file read back and compared with its sources.
-    f.verify = [&, k](const RandomSource& back) -> Status {
+    f.verify = [&, k](const RandomSource& back, const output::WroteBytes& checked) -> Status {
       const uint64_t before = assembler.bytes_read();
-      auto verify_progress = [&](uint64_t n) {
-        checked += n;
-        if (options.progress) options.progress("verify", checked, verify_total);
-      };
       const RandomSource* readers[] = {&back};
       const std::vector<MergeOutputFile> checked_files = {report->files[k]};
       ZF_ASSIGN_OR_RETURN(VerifyResult v, VerifyMergeOutput(readers, plan, layout, checked_files, report->format,
                                                             assembler, options.read, options.buffer_bytes,
-                                                            verify_progress));
+                                                            checked));
       verify_reads += assembler.bytes_read() - before;
       report->verified = true;
       report->verified_tensors += v.tensors;
@@ -197,15 +191,9 @@ Status WriteMerge(Env* env, const GatherPlan& plan, const MergeLayout& layout, c
   writing.part = options.part;
   writing.force = options.force;
   if (options.progress)
-    writing.progress = [&](const output::SetProgress& p) { options.progress("merge", p.done, p.total); };
-  // Verify's total: the tensor bytes of the files the run checks (a part:
-  // its own, as SelectPartFiles assigns them; else every file).
-  std::vector<uint64_t> planned_bytes;
-  for (const MergeOutputFile& f : report->files) planned_bytes.push_back(f.bytes);
-  const std::vector<uint32_t> file_parts = output::AssignParts(planned_bytes, std::max<uint32_t>(options.part.count, 1));
-  for (size_t k = 0; k < report->files.size(); ++k)
-    if (options.part.kind != output::PartSpec::Kind::kPart || file_parts[k] == options.part.index)
-      verify_total += file_bytes[k];
+    writing.progress = [&](const output::SetProgress& p) {
+      options.progress(p.verifying ? "verify" : "merge", p.done, p.total);
+    };
   ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
   if (options.part.kind != output::PartSpec::Kind::kAll) report->parts = std::move(written.parts);
   for (size_t k = 0; k < report->files.size(); ++k) report->files[k].bytes = written.stored_bytes[k];

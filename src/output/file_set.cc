@@ -100,16 +100,37 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
     progress.file++;
     return written.WithPath(f.path);
   };
+  // --verify's progress: the payload of the files checked.
+  auto checks = [&](size_t k) { return options.verify && set.files[k].verify != nullptr && mine(k); };
+  SetProgress verifying;
+  verifying.verifying = true;
+  for (size_t k = 0; k < set.files.size(); ++k) {
+    if (!checks(k)) continue;
+    verifying.files++;
+    verifying.total += set.files[k].payload;
+  }
+  uint64_t verified = 0;  // the payload of the files checked so far
+  WroteBytes checked_bytes = [&](uint64_t n) {
+    verifying.done = std::min(verifying.total, verifying.done + n);
+    if (options.progress) options.progress(verifying);
+  };
   auto check_file = [&](size_t k) -> Status {
     const PlannedFile& f = set.files[k];
-    if (!options.verify || f.verify == nullptr || !mine(k)) return Status::OK();
+    if (!checks(k)) return Status::OK();
+    Status checked;
     if (outputs[k] == nullptr) {
       ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> found, env->OpenRandom(f.path));
-      return f.verify(*found);
+      checked = f.verify(*found, checked_bytes);
+    } else {
+      Result<std::unique_ptr<RandomSource>> back = outputs[k]->OpenWritten();
+      checked = back.ok() ? f.verify(**back, checked_bytes) : back.status();
     }
-    Result<std::unique_ptr<RandomSource>> back = outputs[k]->OpenWritten();
-    Status checked = back.ok() ? f.verify(**back) : back.status();
-    return checked.WithPath(f.path);
+    ZF_TRY(checked.WithPath(f.path));
+    verified += f.payload;
+    verifying.done = verified;
+    verifying.file++;
+    if (options.progress) options.progress(verifying);
+    return Status::OK();
   };
   auto commit_file = [&](size_t k) -> Status {
     const PlannedFile& f = set.files[k];

@@ -56,9 +56,10 @@ struct PlannedFile {
   // written and verify checks the target as it is.
   std::function<Status(Sink& sink, const WroteBytes& wrote)> write;
   // Compares a file (as written, before its commit; or as a part found it
-  // complete) with what the plan says it holds. Null: --verify has nothing
-  // to compare for this file.
-  std::function<Status(const RandomSource& file)> verify;
+  // complete) with what the plan says it holds, reporting progress in
+  // payload units if it can. Null: --verify has nothing to compare for
+  // this file.
+  std::function<Status(const RandomSource& file, const WroteBytes& checked)> verify;
   io::ReadPlan reads;      // the reads of writing it, in order
 };
 
@@ -79,13 +80,15 @@ struct FileSet {
   std::function<Status()> prepare;
 };
 
-// Where a run is, for progress: file `file` of `files` (0-based, among
-// those this run writes) and the payload bytes of the whole run.
+// Where a run is, for progress: writing (or, `verifying`, checking) file
+// `file` of `files` (0-based, among those this run writes, or checks) and
+// the payload bytes of the whole run's writing (or checking).
 struct SetProgress {
   size_t file = 0;
   size_t files = 0;
   uint64_t done = 0;
   uint64_t total = 0;
+  bool verifying = false;
 };
 
 struct FileSetOptions {

@@ -115,7 +115,7 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
   output::PlannedFile& file = planned.file;
   file.path = output;
   std::shared_ptr<ShrinkReport> shared_report = planned.report;
-  file.verify = [state, shared_report](const RandomSource& written) -> Status {
+  file.verify = [state, shared_report](const RandomSource& written, const output::WroteBytes&) -> Status {
     ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*state->src, written, state->verify));
     shared_report->verified = true;
     shared_report->verified_tensors = v.tensors;

@@ -344,7 +344,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     f.write = [&writer, &p](Sink& sink, const output::WroteBytes& wrote) {
       return writer.Write(sink, p.layout, p.by_spec, wrote);
     };
-    f.verify = [&writer, &p, &report](const RandomSource& back) {
+    f.verify = [&writer, &p, &report](const RandomSource& back, const output::WroteBytes&) {
       return writer.Verify(back, p.layout, p.by_spec, report);
     };
     for (const safetensors::PlannedTensor& planned_tensor : p.layout.tensors) {

@@ -207,7 +207,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
         return rewrite::WriteShrunkArchive(*in.src, shard.storages, archive.plan, archive.casts, archive.contents,
                                           copier, sink, wrote);
       };
-      f.verify = [&, k](const RandomSource& back) -> Status {
+      f.verify = [&, k](const RandomSource& back, const output::WroteBytes&) -> Status {
         torch::Checkpoint expected = ckpt;
         ZF_TRY(select_shard(expected, k));
         return VerifyShard(in, expected, back, options, report);

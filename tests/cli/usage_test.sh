@@ -156,6 +156,15 @@ expect_true "folder progress: the percent never goes down, the last at 100%" \
 expect_true "folder progress: the file number never goes down" \
   "grep -oE 'file [0-9]+ of' hfp_lines.txt | awk '{print \$2}' | sort -n -c"
 rm -rf hfp
+# --verify's progress follows the writing's: the files checked, to 100%.
+run_z shrink --verify --progress=lines --progress-interval 0 "$F/hf/bloated" hfp/
+expect_true "folder --verify progress: 'verify' lines name file k of 3, the last at 100%" \
+  "[ $RC = 0 ] && grep -E '^$stamp verify $F/hf/bloated \\(file [0-9]+ of 3\\): ' '$ERR' | tail -n 1 | grep -q ' (100%), '"
+rm -rf hfp
+run_z merge --verify --progress=lines --progress-interval=0 "$F/dcp/dim0_ws2/ckpt" mv.bin
+expect_true "merge --verify progress: a verify line at 100%" \
+  "[ $RC = 0 ] && grep -Eq '^$stamp verify $F/dcp/dim0_ws2/ckpt -> mv.bin: $amount of $amount \\(100%\\), $amount/s\$' '$ERR'"
+rm -f mv.bin
 run_z diff --progress=lines --progress-interval 0 "$F/torch/views.pt" "$F/torch/views.pt"
 expect_true "diff progress lines: exit 0, the last at 100%" \
   "[ $RC = 0 ] && grep -q ' diff .*views.pt: .* of .* (' '$ERR' && tail -n 1 '$ERR' | grep -q ' (100%), '"
