@@ -94,6 +94,11 @@ class Sink {
 //     the path given.
 class AtomicFileSink : public Sink {
  public:
+  // The file is complete: nothing more is appended. Writes out and syncs
+  // what the sink holds and lets go of what it needs only for appending
+  // (POSIX: the descriptor), so that many complete files can wait for
+  // their commit. OpenWritten() and Commit() work as before it.
+  virtual Status Close() { return Flush(); }
   virtual Status Commit() = 0;
   // Writes out what the sink holds and reads back everything appended,
   // before Commit(), so that a check of the output can fail with the target

@@ -185,8 +185,8 @@ typedef int (*zf_read_fn)(void* user, const char* path, uint64_t offset, uint64_
  * from its first byte to its last (never a seek back, never a rewrite: what
  * an object store's multipart upload takes), then committed, or aborted
  * when the call fails or stops. A file appears under its name only by
- * commit. A folder output commits its files when each is complete and its
- * index last; when the call fails after some commits, it removes them
+ * commit. A folder output commits its files once every one is complete,
+ * its index last; when the call fails after some commits, it removes them
  * again (the remove callback), so a failed call leaves no output (a part,
  * zf_*_options_set_part, keeps its complete files). Options that read an
  * output back before committing it (verify) are refused with output

@@ -78,6 +78,10 @@ class CancelEnv::Output final : public CheckedSink<Sink> {
 class CancelEnv::AtomicSink final : public CheckedSink<AtomicFileSink> {
  public:
   using CheckedSink::CheckedSink;
+  Status Close() override {
+    ZF_TRY(env_->Check(name()));
+    return base_->Close();
+  }
   // The last chance to stop: after it the target is replaced.
   Status Commit() override {
     ZF_TRY(env_->Check(name()));

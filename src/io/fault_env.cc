@@ -82,6 +82,7 @@ class FaultEnv::AtomicSink final : public AtomicFileSink {
       return Status::IOError("rename: injected failure (commit #" + std::to_string(n) + ")").WithPath(name());
     return base_->Commit();
   }
+  Status Close() override { return base_->Close(); }
   // Reads of the written bytes count, and fail, as every other read.
   Result<std::unique_ptr<RandomSource>> OpenWritten() override {
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> base, base_->OpenWritten());

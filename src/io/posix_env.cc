@@ -276,22 +276,24 @@ class PosixAtomicFileSink final : public AtomicFileSink {
     if (!committed_) ::unlink(temp_.c_str());
   }
   Status Append(std::span<const std::byte> data) override {
-    if (fd_ < 0) return Status::Internal("append after commit").WithPath(target_);
+    if (fd_ < 0) return Status::Internal("append after close").WithPath(target_);
     return writer_.Append(data);
   }
   Status Flush() override { return fd_ < 0 ? Status::OK() : writer_.Finish(); }
-  uint64_t position() const override { return writer_.position(); }
-  const std::string& name() const override { return target_; }
-  Status Commit() override {
-    if (fd_ < 0) return Status::Internal("commit twice").WithPath(target_);
+  Status Close() override {
+    if (fd_ < 0) return Status::OK();
     ZF_TRY(writer_.Finish());
     if (replaced_) ::fchmod(fd_, replaced_->mode);  // exactly the replaced file's, now that it is written
     if (::fsync(fd_) != 0) return PosixError(target_, "fsync", errno);
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      return PosixError(target_, "close", errno);
-    }
-    fd_ = -1;
+    const int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) return PosixError(target_, "close", errno);
+    return Status::OK();
+  }
+  uint64_t position() const override { return writer_.position(); }
+  const std::string& name() const override { return target_; }
+  Status Commit() override {
+    if (committed_) return Status::Internal("commit twice").WithPath(target_);
+    ZF_TRY(Close());
     // A stop at once (io/exit_cleanup.h) removes the file from its rename on
     // when the rename created it; a file it replaced stays, made by no run.
     io::ExitCleanup::Entry made(io::ExitCleanup::Process(), real_, io::ExitCleanup::Kind::kOutput);
@@ -318,8 +320,8 @@ class PosixAtomicFileSink final : public AtomicFileSink {
     return Status::OK();
   }
   Result<std::unique_ptr<RandomSource>> OpenWritten() override {
-    if (fd_ < 0) return Status::Internal("read back after commit").WithPath(target_);
-    ZF_TRY(writer_.Finish());
+    if (committed_) return Status::Internal("read back after commit").WithPath(target_);
+    if (fd_ >= 0) ZF_TRY(writer_.Finish());
     return OpenRegularFile(temp_, target_, /*pooled=*/false);  // the temp path goes at Commit
   }
 

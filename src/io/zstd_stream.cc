@@ -45,6 +45,7 @@ class FileOutput final : public NamedOutput {
  public:
   explicit FileOutput(std::unique_ptr<AtomicFileSink> file) : file_(std::move(file)) {}
   Sink* sink() override { return file_.get(); }
+  Status Close() override { return file_->Close(); }
   Status Commit() override { return file_->Commit(); }
   Result<std::unique_ptr<RandomSource>> OpenWritten() override { return file_->OpenWritten(); }
   uint64_t stored_bytes() const override { return file_->position(); }
@@ -58,6 +59,10 @@ class ZstdFileOutput final : public NamedOutput {
   ZstdFileOutput(std::unique_ptr<AtomicFileSink> file, std::unique_ptr<ZstdSink> zstd)
       : file_(std::move(file)), zstd_(std::move(zstd)) {}
   Sink* sink() override { return zstd_.get(); }
+  Status Close() override {
+    ZF_TRY(zstd_->Finish());
+    return file_->Close();
+  }
   Status Commit() override {
     ZF_TRY(zstd_->Finish());
     return file_->Commit();

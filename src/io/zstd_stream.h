@@ -147,6 +147,9 @@ class NamedOutput {
  public:
   virtual ~NamedOutput() = default;
   virtual Sink* sink() = 0;
+  // Nothing more is written: the bytes go out and what only appending
+  // needs is let go (AtomicFileSink::Close); Commit() after it.
+  virtual Status Close() { return sink()->Flush(); }
   virtual Status Commit() = 0;
   // A plain file output, before Commit(): reads back the bytes written
   // (AtomicFileSink::OpenWritten). kInvalidArgument for streams

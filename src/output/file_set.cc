@@ -95,8 +95,9 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
     if (!files.write[k] || f.write == nullptr) return Status::OK();
     ZF_ASSIGN_OR_RETURN(outputs[k], io::OpenNamedOutput(env, f.path, options.zstd));
     Status written = f.write(*outputs[k]->sink(), wrote);
-    // A file's writer stops (and frees its buffers) before the next starts.
-    if (written.ok() && !io::IsStreamName(f.path)) written = outputs[k]->sink()->Flush();
+    // A file's writer stops (and frees its buffers and descriptor) before
+    // the next starts: many complete files may wait for their commit.
+    if (written.ok()) written = outputs[k]->Close();
     progress.file++;
     return written.WithPath(f.path);
   };

@@ -229,5 +229,18 @@ if cmp -s unlimited.safetensors limited.safetensors; then ok; else
   bad "merge under ulimit -n 11 equals the unlimited merge" "stderr: $(cat limit_err.txt)"
 fi
 
+# Output files waiting for their commit hold no descriptor: a merge into 31
+# shards (one a tensor) under a limit of 24 open files, equal to the merge
+# without the limit.
+"$Z" merge --quiet --max-shard-size 1B "$DS/zero3_ws3_fp16/ckpt" many_unlimited/
+(
+  for fd in $(seq 3 63); do eval "exec $fd>&-" 2>/dev/null; done
+  ulimit -n 24
+  "$Z" merge --quiet --max-shard-size 1B "$DS/zero3_ws3_fp16/ckpt" many_limited/
+) 2>many_err.txt
+if [ "$(ls many_limited 2>/dev/null | wc -l)" -gt 24 ] && diff -r many_unlimited many_limited >/dev/null; then ok; else
+  bad "merge into 31 shards under ulimit -n 24 equals the unlimited merge" "stderr: $(cat many_err.txt)"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
