@@ -110,7 +110,7 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
     verifying.files++;
     verifying.total += set.files[k].payload;
   }
-  uint64_t verified = 0;  // the payload of the files checked so far
+  uint64_t verified = 0;  // the payload of the files checked before this one
   WroteBytes checked_bytes = [&](uint64_t n) {
     verifying.done = std::min(verifying.total, verifying.done + n);
     if (options.progress) options.progress(verifying);
@@ -127,8 +127,7 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
       checked = back.ok() ? f.verify(**back, checked_bytes) : back.status();
     }
     ZF_TRY(checked.WithPath(f.path));
-    verified += f.payload;
-    verifying.done = verified;
+    verifying.done = verified += f.payload;  // what the callback reported, made exact
     verifying.file++;
     if (options.progress) options.progress(verifying);
     return Status::OK();
@@ -145,26 +144,17 @@ Result<FileSetReport> WriteFileSet(Env* env, FileSet& set, const FileSetOptions&
   auto done_file = [&](size_t k) {
     if (options.file_done && mine(k)) options.file_done(k, !files.write[k]);
   };
-  if (set.in_place) {
-    // Each file replaces its input as soon as it is checked: the disk holds
-    // one replacement at a time.
-    for (size_t k = 0; k < set.files.size(); ++k) {
-      ZF_TRY(write_file(k));
-      ZF_TRY(check_file(k));
-      ZF_TRY(commit_file(k));
-      done_file(k);
-    }
-  } else {
-    // Each file written and checked in turn (and reported done), none
-    // committed before all are: a failure leaves the targets (an earlier
-    // save under --force) as they were.
-    for (size_t k = 0; k < set.files.size(); ++k) {
-      ZF_TRY(write_file(k));
-      ZF_TRY(check_file(k));
-      done_file(k);
-    }
-    for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(commit_file(k));
+  // Each file written and checked in turn (and reported done). In place it
+  // replaces its input at once (the disk holds one replacement at a time);
+  // otherwise none is committed before all are, so a failure leaves the
+  // targets (an earlier save under --force) as they were.
+  for (size_t k = 0; k < set.files.size(); ++k) {
+    ZF_TRY(write_file(k));
+    ZF_TRY(check_file(k));
+    if (set.in_place) ZF_TRY(commit_file(k));
+    done_file(k);
   }
+  for (size_t k = 0; k < set.files.size(); ++k) ZF_TRY(commit_file(k));  // in place: none left
 
   // Step 5: the tail.
   if (tail_applies && part.kind != PartSpec::Kind::kPart) {

@@ -114,8 +114,8 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
 
   output::PlannedFile& file = planned.file;
   file.path = output;
-  std::shared_ptr<ShrinkReport> shared_report = planned.report;
-  file.verify = [state, shared_report](const RandomSource& written, const output::WroteBytes&) -> Status {
+  file.verify = [state, shared_report = planned.report](const RandomSource& written,
+                                                        const output::WroteBytes&) -> Status {
     ZF_ASSIGN_OR_RETURN(verify::VerifyReport v, verify::VerifyWritten(*state->src, written, state->verify));
     shared_report->verified = true;
     shared_report->verified_tensors = v.tensors;
@@ -138,7 +138,7 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
     file.bytes = report.input_file_bytes;
     file.payload = src.size();
     if (output != input) {
-      file.write = [state, shared_report](Sink& sink, const output::WroteBytes& wrote) -> Status {
+      file.write = [state, shared_report = planned.report](Sink& sink, const output::WroteBytes& wrote) -> Status {
         ZF_TRY(CopyInput(*state, sink, wrote));
         shared_report->output_file_bytes = sink.position();
         return Status::OK();
@@ -150,7 +150,7 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
     gather::AddStorageReads(ckpt.storages[o.input_storage], o.begin, o.end, input, &file.reads);
   file.bytes = report.output_file_bytes;
   file.payload = report.stored_after;
-  file.write = [state, shared_report](Sink& sink, const output::WroteBytes& wrote) -> Status {
+  file.write = [state, shared_report = planned.report](Sink& sink, const output::WroteBytes& wrote) -> Status {
     CastCopier copier(std::max<size_t>(state->buffer_bytes, 4096));
     ZF_TRY(WriteShrunkArchive(*state->src, state->ckpt.storages, state->prepared.plan, state->prepared.casts,
                               state->contents, copier, sink, wrote));

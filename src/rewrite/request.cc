@@ -46,7 +46,7 @@ Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
 }
 
 Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
-  const rewrite::ShrinkOptions& o = r.options;
+  const ShrinkOptions& o = r.options;
   const bool stream_in = io::IsStreamName(r.in);
   const bool shards = r.max_shard_bytes.has_value();
   if (o.verify && o.dry_run) return Refuse(Str(w.verify) + " reads the output back; " + w.dry_run + " writes none");
@@ -109,7 +109,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
 }
 
 Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
-  rewrite::ShrinkOptions o = r.options;
+  ShrinkOptions o = r.options;
   o.convert = r.convert;
   const bool in_folder = env->IsDirectory(r.in);
   ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, kFlagWords));
@@ -139,15 +139,15 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
                                                                : ShardTorchFile(env, r.in, r.out, convert));
     outcome.converted = std::move(report);
   } else if (io::IsStreamName(r.in)) {
-    ZF_ASSIGN_OR_RETURN(rewrite::ShrinkReport report, rewrite::ShrinkStream(env, r.in, r.out, o));
+    ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkStream(env, r.in, r.out, o));
     outcome.files.push_back(std::move(report));
   } else if (in_folder) {
-    ZF_ASSIGN_OR_RETURN(rewrite::FolderReport report, rewrite::ShrinkFolder(env, r.in, r.out, o, r.part, r.force));
+    ZF_ASSIGN_OR_RETURN(FolderReport report, ShrinkFolder(env, r.in, r.out, o, r.part, r.force));
     outcome.files = std::move(report.shards);
     outcome.index = std::move(report.index);
     outcome.parts = std::move(report.parts);
   } else {
-    ZF_ASSIGN_OR_RETURN(rewrite::ShrinkReport report, rewrite::ShrinkFile(env, r.in, r.out, o));
+    ZF_ASSIGN_OR_RETURN(ShrinkReport report, ShrinkFile(env, r.in, r.out, o));
     outcome.files.push_back(std::move(report));
   }
   return outcome;

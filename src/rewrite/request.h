@@ -38,7 +38,7 @@ struct ShrinkRequest {
   // to torch) by ShrinkFolder, a file IN sharded by ShardTorchFile, or any
   // IN converted by ConvertToSafetensors; not with in_place.
   output::PartSpec part;
-  rewrite::ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
+  ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
 };
 
 // How a front end names the request's options in refusals.
@@ -86,7 +86,7 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& request, const RequestW
 // What a request wrote: one report per torch output file, or, for
 // safetensors and torch shards, the conversion's report.
 struct ShrinkOutcome {
-  std::vector<rewrite::ShrinkReport> files;
+  std::vector<ShrinkReport> files;
   std::optional<ConvertReport> converted;
   // A folder's (ShrinkFolder's; a conversion's are in `converted`): the
   // index written ("" when none), and with --part every output file, its

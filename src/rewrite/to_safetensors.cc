@@ -99,7 +99,7 @@ Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& opti
       }
       kept[g].push_back(t);
       Status bad;
-      Result<torch::DType> out = rewrite::OutputDType(tensor.dtype, options.dtype);
+      Result<torch::DType> out = OutputDType(tensor.dtype, options.dtype);
       if (!out.ok()) bad = out.status();
       std::optional<safetensors::Dtype> code;
       if (bad.ok() && !tensor.quantized) code = safetensors::FromTorch(*out);
@@ -107,7 +107,7 @@ Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& opti
         bad = Status::Unsupported(std::string(tensor.quantized ? "quantized " : "") +
                                   std::string(torch::Info(*out).name) + " tensors have no safetensors dtype");
       if (!bad.ok()) return bad.WithRecord(tensor.name).WithPath(inputs[i].path);
-      items.push_back({i, t, *out, *code, rewrite::OutputNbytes(tensor, *out), group_base + g});
+      items.push_back({i, t, *out, *code, OutputNbytes(tensor, *out), group_base + g});
     }
     group_base += static_cast<uint32_t>(groups->members.size());
   }

@@ -60,7 +60,7 @@ Status VerifyShard(const Input& in, const torch::Checkpoint& expected, const Ran
 // (and cast), its tensors retargeted to them, data.pkl encoded.
 struct ShardArchive {
   plan::ShrinkPlan plan;
-  std::vector<rewrite::StorageCast> casts;
+  std::vector<StorageCast> casts;
   std::vector<torch::StorageRecord> records;
   std::vector<std::byte> data_pkl;
   torch::ArchiveContents contents;  // points into the fields above and the extras
@@ -74,18 +74,18 @@ Result<std::unique_ptr<ShardArchive>> PlanShard(torch::Checkpoint& ckpt, const s
   auto a = std::make_unique<ShardArchive>();
   const pickle::NodeId root = ckpt.root;
   ZF_ASSIGN_OR_RETURN(a->plan, plan::PlanShrink(ckpt));
-  ZF_ASSIGN_OR_RETURN(a->casts, rewrite::PlanStorageCasts(ckpt, a->plan, options.dtype));
+  ZF_ASSIGN_OR_RETURN(a->casts, PlanStorageCasts(ckpt, a->plan, options.dtype));
   std::vector<torch::NewStorage> new_storages;
   for (size_t i = 0; i < a->plan.storages.size(); ++i) {
-    const rewrite::StorageCast& c = a->casts[i];
+    const StorageCast& c = a->casts[i];
     new_storages.push_back({a->plan.storages[i].key, c.out_nbytes, a->plan.storages[i].input_storage});
     a->records.push_back({a->plan.storages[i].key, c.out_nbytes});
   }
   std::vector<torch::NewPlacement> placements;
   for (const plan::ViewPlacement& v : a->plan.views) placements.push_back({v.output_storage, v.storage_offset});
-  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, rewrite::CastTargets(a->casts)));
+  ZF_TRY(torch::RetargetTensors(ckpt, new_storages, placements, CastTargets(a->casts)));
   ZF_ASSIGN_OR_RETURN(a->data_pkl, pickle::Encode(ckpt.graph, root));
-  a->contents.top_folder = rewrite::StemOf(path);
+  a->contents.top_folder = StemOf(path);
   a->contents.data_pkl = a->data_pkl;
   a->contents.storages = a->records;
   a->contents.extras = extras;
@@ -93,8 +93,8 @@ Result<std::unique_ptr<ShardArchive>> PlanShard(torch::Checkpoint& ckpt, const s
 }
 
 // The shrink options of the whole checkpoint as one pytorch_model.bin.
-rewrite::ShrinkOptions SingleFileOptions(const ConvertOptions& options) {
-  rewrite::ShrinkOptions shrink;
+ShrinkOptions SingleFileOptions(const ConvertOptions& options) {
+  ShrinkOptions shrink;
   shrink.read = options.read;
   shrink.keep_unsafe = options.keep_unsafe;
   shrink.dry_run = options.dry_run;
@@ -120,13 +120,13 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   std::vector<uint64_t> name_bytes;
   std::vector<bool> counted(groups->members.size(), false);
   for (const torch::Tensor& t : ckpt.tensors) {
-    Result<torch::DType> out = rewrite::OutputDType(t.dtype, options.dtype);
+    Result<torch::DType> out = OutputDType(t.dtype, options.dtype);
     if (!out.ok()) return Status(out.status()).WithRecord(t.name).WithPath(input);
     const uint32_t g = groups->group_of[&t - ckpt.tensors.data()];
     const uint64_t bytes = counted[g] ? 0 : groups->group_bytes[g] / torch::Info(t.dtype).itemsize * torch::Info(*out).itemsize;
     counted[g] = true;
     items.push_back({bytes, g});
-    name_bytes.push_back(rewrite::OutputNbytes(t, *out));
+    name_bytes.push_back(OutputNbytes(t, *out));
   }
   output::ShardPlan plan = output::PlanShards(items, options.max_shard_bytes);
   const size_t n = plan.shards.size();
@@ -155,11 +155,11 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
   set.folder = true;
   set.format = output::ShardFormat::kTorch;
   set.inputs = {input};
-  std::shared_ptr<rewrite::ShrinkReport> single;  // n <= 1: the file's report, filled as it is written
+  std::shared_ptr<ShrinkReport> single;  // n <= 1: the file's report, filled as it is written
   if (n <= 1) {
     // One file, as ShrinkFile writes it.
     const std::string path = model::JoinPath(output, output::SingleFileName(output::ShardFormat::kTorch));
-    ZF_ASSIGN_OR_RETURN(rewrite::PlannedShrink p, rewrite::PlanShrinkFile(env, input, path, SingleFileOptions(options)));
+    ZF_ASSIGN_OR_RETURN(PlannedShrink p, PlanShrinkFile(env, input, path, SingleFileOptions(options)));
     single = p.report;
     set.files.push_back(std::move(p.file));
     report.inputs = {input};
@@ -203,8 +203,8 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
         Result<std::unique_ptr<ShardArchive>> planned = PlanShard(shard, path, extras, options);
         if (!planned.ok()) return Status(planned.status()).WithPath(input);
         const ShardArchive& archive = **planned;
-        rewrite::CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
-        return rewrite::WriteShrunkArchive(*in.src, shard.storages, archive.plan, archive.casts, archive.contents,
+        CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
+        return WriteShrunkArchive(*in.src, shard.storages, archive.plan, archive.casts, archive.contents,
                                           copier, sink, wrote);
       };
       f.verify = [&, k](const RandomSource& back, const output::WroteBytes&) -> Status {
