@@ -36,6 +36,7 @@ enum class Code : int {
   kInternal = 8,         // a zerofold bug
   // 9 is the C API's ZF_E_NOMEM, which no Status carries.
   kCancelled = 10,       // the run was asked to stop (a signal, the caller)
+  kAmbiguous = 11,       // torch and zerofold could read different bytes from the file
 };
 
 // "corrupt", "unsupported", ... as printed in error lines.
@@ -64,6 +65,7 @@ class [[nodiscard]] Status {
   static Status IOError(std::string message) { return Status(Code::kIO, std::move(message)); }
   static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
   static Status Cancelled(std::string message) { return Status(Code::kCancelled, std::move(message)); }
+  static Status Ambiguous(std::string message) { return Status(Code::kAmbiguous, std::move(message)); }
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }

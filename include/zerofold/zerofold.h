@@ -55,7 +55,7 @@ extern "C" {
 
 /* What went wrong, chosen by what the caller does next. The values are part
  * of the interface: they never change, and new codes are only appended.
- * ZF_E_CORRUPT .. ZF_E_INTERNAL and ZF_CANCELLED equal the library's
+ * ZF_E_CORRUPT .. ZF_E_INTERNAL, ZF_CANCELLED and ZF_E_AMBIGUOUS equal the library's
  * Status codes (zerofold/status.h); the comment gives the CLI's exit code
  * for each. */
 typedef enum zf_code {
@@ -73,9 +73,12 @@ typedef enum zf_code {
                                 write                                    exit 3 */
   ZF_E_INTERNAL = 8,         /* a zerofold bug                           exit 4 */
   ZF_E_NOMEM = 9,            /* out of memory                            exit 4 */
-  ZF_CANCELLED = 10          /* the call was asked to stop (a progress
+  ZF_CANCELLED = 10,         /* the call was asked to stop (a progress
                                 callback or an I/O callback returned it;
                                 the CLI: SIGINT, SIGTERM, SIGHUP)   exit 128+N */
+  ZF_E_AMBIGUOUS = 11        /* torch and zerofold could read different
+                                bytes from the file (two records of one
+                                name, several end records, ...)          exit 1 */
 } zf_code;
 
 /* zf_error.offset when no offset is known. */

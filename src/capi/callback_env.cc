@@ -26,6 +26,7 @@ Status CodeStatus(int code, std::string message) {
     case ZF_E_NOT_FOUND: return Status::NotFound(std::move(message));
     case ZF_E_INTERNAL: return Status::Internal(std::move(message));
     case ZF_CANCELLED: return Status::Cancelled(std::move(message));
+    case ZF_E_AMBIGUOUS: return Status::Ambiguous(std::move(message));
     default: return Status::IOError(std::move(message));
   }
 }

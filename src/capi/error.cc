@@ -20,6 +20,7 @@ static_assert(ZF_E_IO == static_cast<int>(Code::kIO));
 static_assert(ZF_E_INTERNAL == static_cast<int>(Code::kInternal));
 static_assert(ZF_E_NOMEM == 9);
 static_assert(ZF_CANCELLED == static_cast<int>(Code::kCancelled));
+static_assert(ZF_E_AMBIGUOUS == static_cast<int>(Code::kAmbiguous));
 
 // Copies `part1` then `part2` into dst[0, size), truncated to size - 1 bytes
 // and NUL-terminated when size > 0. Returns the full length.
@@ -50,6 +51,7 @@ zf_code ToCode(Code code) noexcept {
     case Code::kIO: return ZF_E_IO;
     case Code::kInternal: return ZF_E_INTERNAL;
     case Code::kCancelled: return ZF_CANCELLED;
+    case Code::kAmbiguous: return ZF_E_AMBIGUOUS;
   }
   return ZF_E_INTERNAL;
 }
@@ -91,7 +93,7 @@ extern "C" {
 const char* zf_code_name(zf_code code) noexcept {
   const int n = static_cast<int>(code);
   if (n == ZF_E_NOMEM) return "out of memory";
-  if (n != ZF_CANCELLED && (n < ZF_OK || n > ZF_E_INTERNAL)) return "unknown";
+  if (n != ZF_CANCELLED && n != ZF_E_AMBIGUOUS && (n < ZF_OK || n > ZF_E_INTERNAL)) return "unknown";
   // CodeName returns views of string literals, so data() is NUL-terminated.
   return zerofold::CodeName(static_cast<zerofold::Code>(n)).data();
 }

@@ -9,7 +9,7 @@
 namespace zerofold::cli {
 
 constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 1;  // corrupt, unsupported, unsafe, limit, not found input record
+constexpr int kExitBadInput = 1;  // corrupt, unsupported, unsafe, limit, ambiguous input
 constexpr int kExitUsage = 2;     // bad flags or arguments
 constexpr int kExitIO = 3;        // the system failed a read or write
 constexpr int kExitInternal = 4;  // a zerofold bug
@@ -24,7 +24,8 @@ inline int ExitCodeFor(const Status& s) {
     case Code::kCorrupt:
     case Code::kUnsupported:
     case Code::kUnsafe:
-    case Code::kLimit: return kExitBadInput;
+    case Code::kLimit:
+    case Code::kAmbiguous: return kExitBadInput;
     case Code::kInvalidArgument: return kExitUsage;
     case Code::kNotFound:
     case Code::kIO: return kExitIO;

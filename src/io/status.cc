@@ -29,6 +29,7 @@ std::string_view CodeName(Code code) {
     case Code::kIO: return "io";
     case Code::kInternal: return "internal";
     case Code::kCancelled: return "cancelled";
+    case Code::kAmbiguous: return "ambiguous";
   }
   return "unknown";
 }

@@ -98,6 +98,7 @@ Status WithMessage(const Status& s, std::string message) {
     case Code::kIO: out = Status::IOError(std::move(message)); break;
     case Code::kInternal: out = Status::Internal(std::move(message)); break;
     case Code::kCancelled: out = Status::Cancelled(std::move(message)); break;
+    case Code::kAmbiguous: out = Status::Ambiguous(std::move(message)); break;
   }
   if (!s.path().empty()) out.WithPath(s.path());
   if (!s.record().empty()) out.WithRecord(s.record());

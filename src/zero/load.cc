@@ -110,6 +110,7 @@ Status SameCode(Code code, std::string message) {
     case Code::kNotFound: return Status::NotFound(std::move(message));
     case Code::kIO: return Status::IOError(std::move(message));
     case Code::kCancelled: return Status::Cancelled(std::move(message));
+    case Code::kAmbiguous: return Status::Ambiguous(std::move(message));
     case Code::kOk:
     case Code::kInternal: break;
   }

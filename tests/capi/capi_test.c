@@ -37,6 +37,7 @@ _Static_assert(ZF_E_IO == 7, "ZF_E_IO");
 _Static_assert(ZF_E_INTERNAL == 8, "ZF_E_INTERNAL");
 _Static_assert(ZF_E_NOMEM == 9, "ZF_E_NOMEM");
 _Static_assert(ZF_CANCELLED == 10, "ZF_CANCELLED");
+_Static_assert(ZF_E_AMBIGUOUS == 11, "ZF_E_AMBIGUOUS");
 _Static_assert(ZF_NO_OFFSET == UINT64_MAX, "ZF_NO_OFFSET");
 
 static const char* cli = ZF_CLI;
@@ -183,9 +184,9 @@ static void test_version_and_names(void) {
   free(out);
 
   const char* names[] = {"ok", "corrupt", "unsupported", "unsafe", "limit", "invalid argument",
-                         "not found", "io", "internal", "out of memory", "cancelled"};
-  for (int c = 0; c <= 10; ++c) CHECK_STR(zf_code_name((zf_code)c), names[c]);
-  CHECK_STR(zf_code_name((zf_code)11), "unknown");
+                         "not found", "io", "internal", "out of memory", "cancelled", "ambiguous"};
+  for (int c = 0; c <= 11; ++c) CHECK_STR(zf_code_name((zf_code)c), names[c]);
+  CHECK_STR(zf_code_name((zf_code)12), "unknown");
   zf_free(NULL);
 }
 

@@ -29,7 +29,7 @@ struct Buffers {
 
 TEST_CASE("every Status code maps to the zf_code of the same number") {
   const Code codes[] = {Code::kOk,    Code::kCorrupt,         Code::kUnsupported, Code::kUnsafe, Code::kLimit,
-                        Code::kInvalidArgument, Code::kNotFound, Code::kIO,          Code::kInternal};
+                        Code::kInvalidArgument, Code::kNotFound, Code::kIO,          Code::kInternal, Code::kCancelled, Code::kAmbiguous};
   for (Code c : codes) {
     CAPTURE(static_cast<int>(c));
     CHECK_EQ(static_cast<int>(ToCode(c)), static_cast<int>(c));
