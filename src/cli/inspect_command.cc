@@ -233,6 +233,10 @@ void PrintFolderTotal(const model::FolderTotal& t) {
                 HumanBytes(*t.shrunk_file_bytes).c_str());
   }
   std::printf("\n");
+  if (t.unread.empty()) return;
+  std::string names;
+  for (const std::string& u : t.unread) names += (names.empty() ? "" : ", ") + Shown(u);
+  std::printf("not read (not Hugging Face layout; `zerofold scan` judges every file): %s\n", names.c_str());
 }
 
 }  // namespace
