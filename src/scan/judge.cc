@@ -18,6 +18,7 @@
 #include "rewrite/shrink.h"
 #include "torch/digest.h"
 #include "torch/dtype.h"
+#include "torch/storage_source.h"
 
 namespace zerofold::scan {
 
@@ -113,16 +114,19 @@ Status HashTensors(const RandomSource& src, const torch::Checkpoint& ckpt, const
   std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));
   std::set<std::tuple<uint32_t, uint64_t, uint64_t, torch::DType, std::vector<int64_t>>> seen;
   uint64_t hashed = 0;
+  // One reader of the file's records: each deflated record is inflated
+  // once, and Finish checks what the records declare (sizes, CRC-32).
+  torch::StorageSources sources(src);
   for (const torch::Tensor& t : ckpt.tensors) {
     if (t.nbytes() == 0) continue;
     ZF_ASSIGN_OR_RETURN(torch::ByteRange extent, torch::ViewExtent(t));
     if (!seen.emplace(t.storage, extent.begin, extent.end, t.dtype, t.shape).second) continue;
-    ZF_ASSIGN_OR_RETURN(torch::Hash128 h, torch::TensorDigest(src, ckpt, t, buffer));
+    ZF_ASSIGN_OR_RETURN(torch::Hash128 h, torch::TensorDigest(sources, ckpt, t, buffer));
     dups->Add(h, t.nbytes(), r.path + ": " + t.name);
     hashed += t.nbytes();
     if (progress) progress(hashed);
   }
-  return Status::OK();
+  return sources.Finish();
 }
 
 }  // namespace
