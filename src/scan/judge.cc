@@ -78,20 +78,38 @@ Status Followed(const Status& s) {
   }
 }
 
-// A whole pickle (torch.load of the file unpickles it): judged by its
-// globals. nullopt when the file is not one whole pickle.
+// The file as a pickle: torch.load of a file that is no zip unpickles its
+// first pickle before anything else (the legacy format's magic number), so
+// that pickle is judged by its globals, whatever follows it. Unsafe when
+// it names unsafe globals; safe when it is the whole file; nullopt when the
+// file is neither (no pickle, or a safe one followed by other bytes: the
+// torch reader's error stands). Reads a prefix first, the whole file (up
+// to max_pickle_bytes) only when the pickle runs past it.
 std::optional<FileResult> JudgeAsPickle(const RandomSource& src, FileResult r, const ScanOptions& options) {
-  if (src.size() > options.read.max_pickle_bytes || !std::in_range<size_t>(src.size())) return std::nullopt;
-  std::vector<std::byte> bytes(static_cast<size_t>(src.size()));
-  Result<size_t> n = src.ReadAt(0, bytes);
-  if (!n.ok()) return Failed(std::move(r), n.status());
-  if (*n != bytes.size()) return std::nullopt;
-  Result<pickle::Decoded> d = pickle::Decode(bytes, 0, options.read.pickle);
-  if (!d.ok() || d->consumed != bytes.size()) return std::nullopt;
-  r.format = "pickle";
-  r.unsafe_globals = d->unsafe_globals;
-  r.verdict = r.unsafe_globals.empty() ? Verdict::kSafe : Verdict::kUnsafe;
-  return r;
+  constexpr uint64_t kPrefixBytes = uint64_t{1} << 20;
+  uint64_t want = std::min(src.size(), kPrefixBytes);
+  for (;;) {
+    if (!std::in_range<size_t>(want)) return std::nullopt;
+    std::vector<std::byte> bytes(static_cast<size_t>(want));
+    Result<size_t> n = src.ReadAt(0, bytes);
+    if (!n.ok()) return Failed(std::move(r), n.status());
+    if (*n != bytes.size()) return std::nullopt;
+    Result<pickle::Decoded> d = pickle::Decode(bytes, 0, options.read.pickle);
+    if (!d.ok()) {
+      const bool truncated = d.status().message().rfind("truncated", 0) == 0;
+      if (!truncated || want == src.size() || src.size() > options.read.max_pickle_bytes) return std::nullopt;
+      want = src.size();
+      continue;
+    }
+    if (d->unsafe_globals.empty() && d->consumed != src.size()) return std::nullopt;
+    r.format = "pickle";
+    r.unsafe_globals = d->unsafe_globals;
+    r.verdict = r.unsafe_globals.empty() ? Verdict::kSafe : Verdict::kUnsafe;
+    if (d->consumed != src.size())
+      r.note = "a pickle of " + std::to_string(d->consumed) + " bytes, then " +
+               std::to_string(src.size() - d->consumed) + " other bytes";
+    return r;
+  }
 }
 
 // What `zerofold shrink FILE` saves, from its own plan (in place: the
@@ -157,7 +175,12 @@ FileResult JudgeFile(Env* env, const std::string& path, const ScanOptions& optio
   const bool safetensors_bytes = *sniffed == model::FileFormat::kSafetensors && !EndsWith(path, ".safetensors");
   const bool checkpoint_bytes = head.zip || head.proto || safetensors_bytes;
   const bool named = NamedLikeCheckpoint(path);
-  if (!checkpoint_bytes && !named && !head.text_pickle) {
+  if (!checkpoint_bytes && !named) {
+    // No torch file starts so (a legacy one starts with PROTO): only a
+    // protocol 0 or 1 pickle might, and it is judged without the torch
+    // reader, from a prefix (a large text file costs one small read).
+    if (head.text_pickle)
+      if (std::optional<FileResult> p = JudgeAsPickle(src, r, options)) return *p;
     r.note = src.size() == 0 ? "empty" : "no torch, safetensors or pickle bytes";
     return r;
   }
@@ -170,9 +193,8 @@ FileResult JudgeFile(Env* env, const std::string& path, const ScanOptions& optio
       return Failed(std::move(r), s);
     if (*sniffed != model::FileFormat::kSafetensors && !head.zip)
       if (std::optional<FileResult> p = JudgeAsPickle(src, r, options)) return *p;
-    if (!named && !head.proto && !safetensors_bytes) {
-      r.note = std::string(head.zip ? "a zip archive" : "pickle-like bytes") + " torch.load does not take (" +
-               s.message() + ")";
+    if (!named && head.zip) {
+      r.note = "a zip archive torch.load does not take (" + s.message() + ")";
       return r;
     }
     return Failed(std::move(r), s);

@@ -32,6 +32,7 @@ expect_true "--help documents the exit codes" "grep -q '^Exit codes: 0 every fil
 mkdir -p tree/torch tree/st tree/bad
 cp "$F/torch/views.pt" "$F/torch/legacy_state_dict.pt" "$F/torch/optimizer_state.pt" tree/torch/
 cp "$F/torch/state_dict.pt" tree/torch/weights.data        # a torch zip under another name
+cp "$F/torch/legacy_views_tied.pt" tree/torch/legacy.blob   # a legacy file under another name
 cp -r "$F/hf/bloated" tree/hf
 cp -r "$F/dcp/v26_recipe_optim_ws2/ckpt" tree/dcp
 cp -r "$F/megatron/gpt_tp2pp2_mlm/ckpt" tree/megatron
@@ -73,6 +74,7 @@ want("tree/torch/views.pt", "safe", "torch-zip")
 want("tree/torch/legacy_state_dict.pt", "safe", "torch-legacy")
 want("tree/torch/optimizer_state.pt", "safe", "torch-zip")
 want("tree/torch/weights.data", "safe", "torch-zip")
+want("tree/torch/legacy.blob", "safe", "torch-legacy")
 want("tree/st/model.safetensors", "safe", "safetensors")
 want("tree/st/evil.pkl", "unsafe", "pickle")
 assert by["tree/st/evil.pkl"]["unsafe_globals"] == ["posix.system"], by["tree/st/evil.pkl"]

@@ -109,6 +109,25 @@ TEST_CASE("scan: every file of a folder gets a verdict, none skipped") {
   CHECK(run.totals.first_error.path() == "t/evil.pkl");
 }
 
+TEST_CASE("scan: a pickle is judged by its first pickle, what torch.load unpickles first") {
+  io::MemEnv env;
+  env.SetFile("evil_then_data", std::string(kSystemPickle) + std::string(5000, '\0'));
+  env.SetFile("safe.pkl", "(dp0\nS'a'\np1\nI1\ns.");        // {'a': 1}, protocol 0
+  env.SetFile("safe_then_data.bin", "(dp0\nS'a'\np1\nI1\ns.xyz");
+  env.SetFile("table.csv", "col1,col2\n1,2\n");          // starts as GLOBAL would
+  env.SetFile("(notes)", "(just text)\n");
+  const Run run = ScanAll(&env, {"evil_then_data", "safe.pkl", "safe_then_data.bin", "table.csv", "(notes)"});
+  REQUIRE(run.files.size() == 5);
+  CHECK(run.Of("evil_then_data").verdict == Verdict::kUnsafe);
+  CHECK(run.Of("evil_then_data").unsafe_globals == P({"os.system"}));
+  CHECK(run.Of("evil_then_data").note == "a pickle of 21 bytes, then 5000 other bytes");
+  CHECK(run.Of("safe.pkl").verdict == Verdict::kSafe);
+  CHECK(run.Of("safe.pkl").format == "pickle");
+  CHECK(run.Of("safe_then_data.bin").verdict == Verdict::kCorrupt);  // named as a checkpoint; torch refuses it
+  CHECK(run.Of("table.csv").verdict == Verdict::kNotCheckpoint);
+  CHECK(run.Of("(notes)").verdict == Verdict::kNotCheckpoint);
+}
+
 TEST_CASE("scan: a missing PATH is unreadable, reported, and the scan goes on") {
   io::MemEnv env;
   env.SetFile("a.pt", testing::Fixture("torch/views.pt"));
