@@ -59,7 +59,10 @@ namespace {
 
 int Dispatch(const std::string& command, const std::vector<std::string>& rest) {
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
-  if (command == "scan") return zerofold::cli::RunScan(rest);
+  if (command == "scan") {
+    zerofold::io::RaiseOpenFileLimit();  // a DCP folder's data files are checked open together, as merge does
+    return zerofold::cli::RunScan(rest);
+  }
   if (command == "shrink") return zerofold::cli::RunShrink(rest);
   if (command == "merge") {
     zerofold::io::RaiseOpenFileLimit();

@@ -11,6 +11,7 @@
 
 #include "dcp/folder.h"
 #include "dcp/metadata.h"
+#include "dcp/plan.h"
 #include "model/checkpoint_file.h"
 #include "model/hf_folder.h"
 #include "model/listing.h"
@@ -147,6 +148,54 @@ Status HashTensors(const RandomSource& src, const torch::Checkpoint& ckpt, const
   return sources.Finish();
 }
 
+// The xxh3-128 of `length` bytes of `src` at `offset` (a DCP chunk's
+// stored bytes), read `buffer_bytes` at a time.
+Result<torch::Hash128> HashRange(const RandomSource& src, uint64_t offset, uint64_t length, size_t buffer_bytes) {
+  torch::Xxh3Hasher hasher;
+  std::vector<std::byte> buffer(static_cast<size_t>(std::min<uint64_t>(std::max<size_t>(buffer_bytes, 64), length)));
+  for (uint64_t done = 0; done < length;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), length - done));
+    ZF_ASSIGN_OR_RETURN(size_t n, src.ReadAt(offset + done, std::span(buffer).first(want)));
+    if (n != want)
+      return Status::Corrupt("truncated: the chunk ends past the file's end, at " + std::to_string(offset + done + n))
+          .WithOffset(offset + done + n);
+    hasher.Update(std::span(buffer).first(want));
+    done += want;
+  }
+  return hasher.Digest();
+}
+
+// A DCP folder's error `s`, given to the result of the file it names, else
+// to .metadata's, else to the first file's (the safetensors form has no
+// .metadata), unless that file has a worse verdict already.
+void Attach(const std::string& dir, const Status& s, std::map<std::string, FileResult>* out) {
+  if (s.ok() || out->empty()) return;
+  const std::string prefix = model::JoinPath(dir, "");
+  std::string name = s.path().rfind(prefix, 0) == 0 ? s.path().substr(prefix.size()) : std::string();
+  auto at = out->find(name);
+  if (at == out->end()) at = out->find(dcp::kMetadataFile);
+  if (at == out->end()) at = out->begin();
+  if (at->second.verdict == Verdict::kSafe) at->second = Failed(at->second, s);
+}
+
+// The checks merge makes of a DCP folder beyond its .metadata (dcp::PlanDcp
+// over every tensor key: chunks cover each tensor exactly and stay inside
+// their files and the folder, each chunk archive holds one tensor of the
+// chunk's dtype and shape and no unsafe global): the file the error names
+// (else .metadata) gets its verdict, unless it has a worse one already.
+void CheckAsMergeWould(Env* env, const std::string& dir, const dcp::Metadata& m, const ScanOptions& options,
+                       std::map<std::string, FileResult>* out) {
+  Result<dcp::Selection> selection = dcp::SelectKeys(m, std::string());
+  Status s = selection.status();
+  if (selection.ok()) {
+    dcp::OpenFiles files;
+    dcp::PlanOptions plan;
+    plan.read = options.read;
+    s = dcp::PlanDcp(env, dir, m, *selection, plan, &files).status();
+  }
+  Attach(dir, s, out);
+}
+
 }  // namespace
 
 Verdict VerdictOf(const Status& s) {
@@ -229,7 +278,18 @@ std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& di
                                                  DuplicateIndex* dups, const HashProgress& progress) {
   std::map<std::string, FileResult> out;
   std::optional<dcp::DcpFolder> folder = dcp::FindDcpFolder(env, dir);
-  if (!folder || folder->path != dir || !folder->hf_shards.empty()) return out;
+  if (!folder || folder->path != dir) return out;
+  if (!folder->hf_shards.empty()) {
+    // The safetensors form: each shard a safetensors file, then the folder's checks.
+    for (const std::string& shard : folder->hf_shards) {
+      const std::string name = shard.substr(shard.rfind('/') + 1);
+      out.emplace(name, JudgeFile(env, model::JoinPath(dir, name), options, dups, progress));
+    }
+    Result<dcp::Metadata> md = dcp::LoadMetadata(env, *folder, options.read.max_pickle_bytes, options.read.pickle);
+    if (md.ok()) CheckAsMergeWould(env, dir, *md, options, &out);
+    else Attach(dir, md.status(), &out);
+    return out;
+  }
   const std::string md_path = model::JoinPath(dir, dcp::kMetadataFile);
   FileResult md;
   md.path = md_path;
@@ -256,7 +316,9 @@ std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& di
   out.emplace(dcp::kMetadataFile, md);
   std::map<std::string, const dcp::Entry*> entries;
   for (const dcp::Entry& e : m.entries) entries.emplace(e.key, &e);
-  std::map<std::string, std::unique_ptr<RandomSource>> sources;
+  // The data file being hashed: one open at a time, whatever the folder's size.
+  std::string open_name;
+  std::unique_ptr<RandomSource> open_file;
   for (const dcp::StorageItem& item : m.storage) {
     if (item.relative_path.empty() || item.relative_path.find('/') != std::string::npos) continue;
     const std::string path = model::JoinPath(dir, item.relative_path);
@@ -277,7 +339,6 @@ std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& di
       d.file_bytes = (*f)->size();
       d.verdict = Verdict::kSafe;
       d.hashed = options.hash;
-      sources.emplace(item.relative_path, std::move(*f));
       at = out.emplace(item.relative_path, d).first;
     }
     FileResult& d = at->second;
@@ -299,29 +360,29 @@ std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& di
       }
     }
     if (!options.hash || d.verdict != Verdict::kSafe || item.length == 0 || !item.range_error.empty()) continue;
-    // A chunk's stored bytes, hashed whole.
-    const RandomSource& src = *sources.at(item.relative_path);
-    torch::Xxh3Hasher hasher;
-    std::vector<std::byte> buffer(std::min<uint64_t>(std::max<size_t>(options.buffer_bytes, 64), item.length));
-    Status s;
-    for (uint64_t done = 0; done < item.length && s.ok();) {
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), item.length - done));
-      Result<size_t> n = src.ReadAt(item.offset_in_file + done, std::span(buffer).first(want));
-      if (!n.ok()) s = n.status();
-      else if (*n != want) s = Status::Corrupt("truncated: the chunk ends past the file's end").WithOffset(item.offset_in_file + done + *n);
-      else hasher.Update(std::span(buffer).first(want));
-      done += want;
+    if (open_name != item.relative_path) {
+      open_file.reset();
+      Result<std::unique_ptr<RandomSource>> f = env->OpenRandom(path);
+      if (!f.ok()) {
+        d = Failed(d, f.status());
+        d.hashed = false;
+        continue;
+      }
+      open_file = std::move(*f);
+      open_name = item.relative_path;
     }
-    if (!s.ok()) {
-      d = Failed(d, s.WithRecord(item.fqn));
+    Result<torch::Hash128> h = HashRange(*open_file, item.offset_in_file, item.length, options.buffer_bytes);
+    if (!h.ok()) {
+      d = Failed(d, Status(h.status()).WithRecord(item.fqn));
       d.hashed = false;
       continue;
     }
     std::string where = path + ": " + item.fqn;
     for (size_t i = 0; i < item.offset->size(); ++i) where += (i ? "," : "[") + std::to_string((*item.offset)[i]);
-    dups->Add(hasher.Digest(), item.length, where + (item.offset->empty() ? "" : "]"));
+    dups->Add(*h, item.length, where + (item.offset->empty() ? "" : "]"));
     if (progress) progress(d.stored_bytes);
   }
+  CheckAsMergeWould(env, dir, m, options, &out);
   return out;
 }
 

@@ -12,7 +12,12 @@
 //     the folder holds .metadata; Megatron-Core torch_dist folders are
 //     such): .metadata by dcp::LoadMetadata, each *.distcp file it names by
 //     what .metadata says it holds (a .distcp file is no file torch.load
-//     reads alone); when .metadata fails, its data files get its verdict;
+//     reads alone), then the checks merge makes (dcp::PlanDcp over every
+//     tensor key: chunks cover each tensor exactly, stay inside their files
+//     and the folder, each chunk archive holds one tensor and no unsafe
+//     global), an error given to the file it names, else to .metadata;
+//     when .metadata fails, its data files get its verdict; the
+//     safetensors form likewise, its shards judged as safetensors files;
 //   - a Hugging Face index (pytorch_model.bin.index.json,
 //     model.safetensors.index.json): model::ResolveModelPath's check of the
 //     index against its shards (a missing shard, a name held by no shard);

@@ -204,6 +204,23 @@ assert got == want, (got, want, groups)
 EOF
 done
 
+# --- every damaged DCP and Megatron fixture: what merge refuses, scan does not call safe -----
+# (fixtures/*/bad/expected_errors.json: merge's exit codes. dcp/bad/no_metadata is a folder
+# of .distcp files without .metadata: no DCP folder, so each file is judged by its bytes.)
+for set in dcp megatron; do
+  while read -r name want; do
+    run_z scan --json --no-progress "$F/$set/bad/$name"
+    case " $want " in
+      *" $RC "*) ok ;;
+      *) bad "$set/bad/$name: scan exit $RC, want one of $want: $(grep -v '"verdict":"safe"' "$OUT" | head -c 300)" ;;
+    esac
+  done < <("$PY" -c '
+import json, sys
+for name, case in json.load(open(sys.argv[1])).items():
+    if name != "no_metadata":
+        print(name, " ".join(str(c) for c in case["exit"]))' "$F/$set/bad/expected_errors.json")
+done
+
 # --- human output -------------------------------------------------------------------------
 run_z scan --no-progress tree
 expect "scan tree (text)" 1 ""

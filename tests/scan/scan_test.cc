@@ -128,6 +128,27 @@ TEST_CASE("scan: a pickle is judged by its first pickle, what torch.load unpickl
   CHECK(run.Of("(notes)").verdict == Verdict::kNotCheckpoint);
 }
 
+TEST_CASE("scan: a DCP folder: .metadata and each data file, checked as merge plans them") {
+  const std::string root = std::string(ZF_SOURCE_ROOT) + "/fixtures/dcp/bad/";
+  const Run ok = ScanAll(Env::Default(), {root + "control"});
+  for (const FileResult& r : ok.files) {
+    if (r.path.size() >= 7 && r.path.substr(r.path.size() - 7) == ".distcp") CHECK(r.format == "dcp-data");
+    CHECK(r.verdict != Verdict::kUnsafe);
+    CHECK(r.verdict != Verdict::kCorrupt);
+  }
+  // A chunk's own torch.save archive reaching posix.system: that data file is unsafe.
+  const Run chunk = ScanAll(Env::Default(), {root + "unsafe_chunk"});
+  CHECK(chunk.Of(root + "unsafe_chunk/__1_0.distcp").verdict == Verdict::kUnsafe);
+  CHECK(chunk.Of(root + "unsafe_chunk/__0_0.distcp").verdict == Verdict::kSafe);
+  CHECK(chunk.Of(root + "unsafe_chunk/.metadata").verdict == Verdict::kSafe);
+  // Chunks that overlap: .metadata's fault.
+  const Run overlap = ScanAll(Env::Default(), {root + "overlap"});
+  CHECK(overlap.Of(root + "overlap/.metadata").verdict == Verdict::kCorrupt);
+  // An unsafe .metadata: its data files cannot be read without it, and share its verdict.
+  const Run md = ScanAll(Env::Default(), {root + "unsafe_eval"});
+  for (const FileResult& r : md.files) CHECK(r.verdict == Verdict::kUnsafe);
+}
+
 TEST_CASE("scan: a missing PATH is unreadable, reported, and the scan goes on") {
   io::MemEnv env;
   env.SetFile("a.pt", testing::Fixture("torch/views.pt"));
