@@ -20,6 +20,7 @@
 #include "torch/digest.h"
 #include "torch/dtype.h"
 #include "torch/storage_source.h"
+#include "zero/inspect.h"
 
 namespace zerofold::scan {
 
@@ -410,6 +411,37 @@ std::map<std::string, FileResult> JudgeHfIndexes(Env* env, const std::string& di
     out.emplace(name, r);
   }
   return out;
+}
+
+}  // namespace zerofold::scan
+
+namespace zerofold::scan {
+
+FileResult WithFolderError(FileResult r, const Status& s) {
+  if (r.verdict != Verdict::kSafe && r.verdict != Verdict::kNotCheckpoint) return r;
+  return Failed(std::move(r), s);
+}
+
+std::optional<std::pair<std::string, Status>> DeepSpeedFolderError(Env* env, const std::string& dir,
+                                                                   const std::vector<DirEntry>& entries,
+                                                                   const ScanOptions& options) {
+  std::string tracker, first_states;
+  for (const DirEntry& e : entries) {
+    if (e.is_dir) continue;
+    if (tracker.empty() && (e.name == "latest" || e.name == "latest_universal")) tracker = e.name;
+    if (first_states.empty() && EndsWith(e.name, "_states.pt")) first_states = e.name;
+  }
+  if ((tracker.empty() && first_states.empty()) || !zero::IsDeepSpeedFolder(env, dir)) return std::nullopt;
+  Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, dir, options.read);
+  if (z.ok() || z.status().code() == Code::kCancelled) return std::nullopt;
+  Status s = z.status();
+  if (s.code() == Code::kNotFound) s = Status::Corrupt(s.message()).WithPath(s.path()).WithRecord(s.record());
+  const std::string prefix = model::JoinPath(dir, "");
+  std::string name = s.path().rfind(prefix, 0) == 0 ? s.path().substr(prefix.size()) : std::string();
+  bool named_file = false;
+  for (const DirEntry& e : entries) named_file = named_file || (!e.is_dir && e.name == name);
+  if (!named_file) name = tracker.empty() ? first_states : tracker;
+  return std::make_pair(name, std::move(s));
 }
 
 }  // namespace zerofold::scan

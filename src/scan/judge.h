@@ -5,6 +5,9 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "scan/duplicates.h"
@@ -35,6 +38,23 @@ std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& di
 // safe when model::ResolveModelPath's check passes for that index, else
 // its error's verdict. Empty when `dir` has no index file.
 std::map<std::string, FileResult> JudgeHfIndexes(Env* env, const std::string& dir, const ScanOptions& options);
+
+// A DeepSpeed checkpoint folder's own error (zero::IsDeepSpeedFolder and
+// `dir` holds `latest`, `latest_universal` or *_states.pt files: what
+// zero::InspectZeroCheckpoint, which merge's planner shares, refuses as a
+// whole: a missing rank's file, a `latest` naming no tag folder), as the
+// name of the file in `dir` it goes to (the file the error names, else
+// `latest` or `latest_universal`, else the first *_states.pt) and the error
+// (a file of the checkpoint that is missing is the checkpoint's fault:
+// kCorrupt). nullopt when `dir` is no such folder or reads whole. A
+// refusal of merge (a layout it does not take) is no error.
+std::optional<std::pair<std::string, Status>> DeepSpeedFolderError(Env* env, const std::string& dir,
+                                                                   const std::vector<DirEntry>& entries,
+                                                                   const ScanOptions& options);
+
+// `r` with a folder's error: a file judged safe or not a checkpoint takes
+// the error's verdict; a worse verdict stands.
+FileResult WithFolderError(FileResult r, const Status& s);
 
 }  // namespace zerofold::scan
 

@@ -72,6 +72,12 @@ class Scanner {
     // Files judged as a folder's: DCP data and .metadata, index files.
     std::map<std::string, FileResult> judged = JudgeDcpFolder(env_, dir, options_, &dups_, Hashing(dir));
     judged.merge(JudgeHfIndexes(env_, dir, options_));
+    const std::optional<std::pair<std::string, Status>> folder_error =
+        DeepSpeedFolderError(env_, dir, entries, options_);
+    auto with_folder_error = [&](FileResult r, const std::string& name) {
+      if (folder_error && folder_error->first == name) return WithFolderError(std::move(r), folder_error->second);
+      return r;
+    };
     for (const DirEntry& e : entries) {
       const std::string path = model::JoinPath(dir, e.name);
       if (e.is_dir) {
@@ -79,11 +85,11 @@ class Scanner {
         continue;
       }
       if (auto at = judged.find(e.name); at != judged.end()) {
-        ZF_TRY(Emit(std::move(at->second)));
+        ZF_TRY(Emit(with_folder_error(std::move(at->second), e.name)));
         continue;
       }
       Progress(path, 0);
-      ZF_TRY(Emit(JudgeFile(env_, path, options_, &dups_, Hashing(path))));
+      ZF_TRY(Emit(with_folder_error(JudgeFile(env_, path, options_, &dups_, Hashing(path)), e.name)));
     }
     return Status::OK();
   }

@@ -26,9 +26,10 @@
 //     says it is a checkpoint (.pt .pth .bin .ckpt .safetensors .pkl
 //     .pickle): model::ReadCheckpointFile over its bytes whatever its name
 //     (DeepSpeed's *_states.pt files and Megatron's common.pt are such);
-//   - a file that no torch reader takes but that is one whole pickle
-//     (torch.load of it would unpickle it: the legacy format's first step):
-//     judged as a pickle, by its globals;
+//     a DeepSpeed folder is also read whole (DeepSpeedFolderError, judge.h):
+//     its error goes to `latest` or the file it names;
+//   - a file that no torch reader takes: judged by its first pickle, what
+//     torch.load unpickles first (JudgeAsPickle in judge.cc);
 //   - anything else: not a checkpoint.
 //
 // Verdicts (one per file):

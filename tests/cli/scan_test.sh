@@ -221,6 +221,22 @@ for name, case in json.load(open(sys.argv[1])).items():
         print(name, " ".join(str(c) for c in case["exit"]))' "$F/$set/bad/expected_errors.json")
 done
 
+# --- a DeepSpeed folder judged as a whole too: a missing rank's file, a `latest` naming nothing --
+cp -r "$F/deepspeed/zero2_ws3_bf16/ckpt" ds_missing
+rm ds_missing/global_step2/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt
+run_z scan --json --no-progress ds_missing
+expect "DeepSpeed folder missing a rank: exit 1" 1 ""
+expect_true "missing rank: reported on latest, naming the rank" \
+  "grep '\"path\":\"ds_missing/latest\"' '$OUT' | grep -q '\"verdict\":\"corrupt\".*optim states of rank 1 missing'"
+cp -r "$F/deepspeed/zero2_ws3_bf16/ckpt" ds_tag
+echo nope >ds_tag/latest
+run_z scan --json --no-progress ds_tag
+expect "DeepSpeed latest naming no tag: exit 1" 1 ""
+expect_true "latest naming no tag: latest is corrupt" \
+  "grep '\"path\":\"ds_tag/latest\"' '$OUT' | grep -q '\"verdict\":\"corrupt\".*names tag'"
+run_z scan --no-progress "$F/deepspeed"
+expect "every DeepSpeed fixture (merge refusals are no damage): exit 0" 0 ""
+
 # --- human output -------------------------------------------------------------------------
 run_z scan --no-progress tree
 expect "scan tree (text)" 1 ""
