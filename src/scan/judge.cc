@@ -216,6 +216,10 @@ FileResult JudgeFile(Env* env, const std::string& path, const ScanOptions& optio
   FileResult r;
   r.path = path;
   Result<std::unique_ptr<RandomSource>> opened = env->OpenRandom(path);
+  if (!opened.ok() && opened.status().code() == Code::kInvalidArgument) {
+    r.note = opened.status().message();  // a device, a socket: no file torch.load reads
+    return r;
+  }
   if (!opened.ok()) return Failed(std::move(r), opened.status());
   const RandomSource& src = **opened;
   r.file_bytes = src.size();

@@ -48,6 +48,8 @@ class Payload:
 open(sys.argv[1], "wb").write(pickle.dumps(Payload(), protocol=2))
 EOF
 printf 'a model card\n' >tree/st/README.md
+"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' tree/st/sock  # no regular file
+mkfifo tree/st/fifo                                           # nor is this: no wait for a writer
 : >tree/st/empty
 
 run_z scan --json --no-progress tree
@@ -80,6 +82,8 @@ want("tree/st/evil.pkl", "unsafe", "pickle")
 assert by["tree/st/evil.pkl"]["unsafe_globals"] == ["posix.system"], by["tree/st/evil.pkl"]
 want("tree/st/README.md", "not a checkpoint", "")
 want("tree/st/empty", "not a checkpoint", "")
+want("tree/st/sock", "not a checkpoint", "")
+want("tree/st/fifo", "not a checkpoint", "")
 for shard in ("pytorch_model-00001-of-00003.bin", "pytorch_model-00002-of-00003.bin", "pytorch_model-00003-of-00003.bin"):
     want("tree/hf/" + shard, "safe", "torch-zip")
 want("tree/hf/pytorch_model.bin.index.json", "safe", "hf-index")
