@@ -21,6 +21,7 @@
 #include "torch/dtype.h"
 #include "torch/storage_source.h"
 #include "zero/inspect.h"
+#include "zip/archive.h"
 
 namespace zerofold::scan {
 
@@ -112,6 +113,21 @@ std::optional<FileResult> JudgeAsPickle(const RandomSource& src, FileResult r, c
                std::to_string(src.size() - d->consumed) + " other bytes";
     return r;
   }
+}
+
+// True when the zip archive `src` names a record data.pkl (torch 1.13
+// finds names case-insensitively), or cannot be read as an archive: a zip
+// torch could take for a checkpoint, judged corrupt when zerofold's reader
+// refuses it, rather than "not a checkpoint".
+bool HoldsPickle(const RandomSource& src, const ScanOptions& options) {
+  Result<zip::Archive> archive = zip::ReadArchive(src, options.read.zip);
+  if (!archive.ok()) return true;
+  for (const zip::Entry& e : archive->entries) {
+    std::string lower = e.name;
+    for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (EndsWith(lower, "data.pkl")) return true;
+  }
+  return false;
 }
 
 // What `zerofold shrink FILE` saves, from its own plan (in place: the
@@ -247,8 +263,8 @@ FileResult JudgeFile(Env* env, const std::string& path, const ScanOptions& optio
       return Failed(std::move(r), s);
     if (*sniffed != model::FileFormat::kSafetensors && !head.zip)
       if (std::optional<FileResult> p = JudgeAsPickle(src, r, options)) return *p;
-    if (!named && head.zip) {
-      r.note = "a zip archive torch.load does not take (" + s.message() + ")";
+    if (!named && head.zip && !HoldsPickle(src, options)) {
+      r.note = "a zip archive with no data.pkl";
       return r;
     }
     return Failed(std::move(r), s);

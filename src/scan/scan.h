@@ -30,6 +30,9 @@
 //     its error goes to `latest` or the file it names;
 //   - a file that no torch reader takes: judged by its first pickle, what
 //     torch.load unpickles first (JudgeAsPickle in judge.cc);
+//   - a zip archive the torch reader refuses, not named like a checkpoint,
+//     with no record named data.pkl (any case): not a checkpoint; with one,
+//     or not even an archive: corrupt;
 //   - anything else: not a checkpoint.
 //
 // Verdicts (one per file):

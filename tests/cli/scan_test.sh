@@ -50,6 +50,14 @@ EOF
 printf 'a model card\n' >tree/st/README.md
 "$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' tree/st/sock  # no regular file
 mkfifo tree/st/fifo                                           # nor is this: no wait for a writer
+"$PY" - tree/st <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1] + "/docs.zip", "w") as z:       # a zip, no checkpoint
+    z.writestr("docs/a.txt", "x")
+with zipfile.ZipFile(sys.argv[1] + "/mixed.zip", "w") as z:      # a data.pkl torch could take
+    z.writestr("a/data.pkl", b"\x80\x02}q\x00.")
+    z.writestr("b/x", b"1")
+EOF
 : >tree/st/empty
 
 run_z scan --json --no-progress tree
@@ -84,6 +92,8 @@ want("tree/st/README.md", "not a checkpoint", "")
 want("tree/st/empty", "not a checkpoint", "")
 want("tree/st/sock", "not a checkpoint", "")
 want("tree/st/fifo", "not a checkpoint", "")
+want("tree/st/docs.zip", "not a checkpoint", "")
+want("tree/st/mixed.zip", "corrupt")
 for shard in ("pytorch_model-00001-of-00003.bin", "pytorch_model-00002-of-00003.bin", "pytorch_model-00003-of-00003.bin"):
     want("tree/hf/" + shard, "safe", "torch-zip")
 want("tree/hf/pytorch_model.bin.index.json", "safe", "hf-index")
