@@ -1,13 +1,10 @@
-// Judging one file, or one DCP folder's files (scan.h says how): the
-// scan's step, apart from the walk.
+// Judging one file (scan.h says how): the scan's step, apart from the walk
+// and from the folders judged as wholes (folders.h).
 #ifndef ZEROFOLD_SCAN_JUDGE_H_
 #define ZEROFOLD_SCAN_JUDGE_H_
 
+#include <cstdint>
 #include <functional>
-#include <map>
-#include <optional>
-#include <utility>
-#include <vector>
 #include <string>
 
 #include "scan/duplicates.h"
@@ -23,34 +20,14 @@ using HashProgress = std::function<void(uint64_t hashed)>;
 // ambiguous; kIO, kNotFound: unreadable; anything else: corrupt).
 Verdict VerdictOf(const Status& s);
 
+// `r` with the error `s`: its verdict (VerdictOf) and the error, the path
+// added when the error has none.
+FileResult WithError(FileResult r, Status s);
+
 // Judges the file `path` alone (not in a DCP folder, not an index).
 // With options.hash, its tensors go into `dups`.
 FileResult JudgeFile(Env* env, const std::string& path, const ScanOptions& options, DuplicateIndex* dups,
                      const HashProgress& progress);
-
-// The results of a DCP folder's files (dcp::FindDcpFolder found `dir`
-// itself, holding .metadata), by file name in `dir`: .metadata and each
-// data file .metadata names that exists. Empty when `dir` is no such folder.
-std::map<std::string, FileResult> JudgeDcpFolder(Env* env, const std::string& dir, const ScanOptions& options,
-                                                 DuplicateIndex* dups, const HashProgress& progress);
-
-// The results of the Hugging Face index files in `dir`, by file name:
-// safe when model::ResolveModelPath's check passes for that index, else
-// its error's verdict. Empty when `dir` has no index file.
-std::map<std::string, FileResult> JudgeHfIndexes(Env* env, const std::string& dir, const ScanOptions& options);
-
-// A DeepSpeed checkpoint folder's own error (zero::IsDeepSpeedFolder and
-// `dir` holds `latest`, `latest_universal` or *_states.pt files: what
-// zero::InspectZeroCheckpoint, which merge's planner shares, refuses as a
-// whole: a missing rank's file, a `latest` naming no tag folder), as the
-// name of the file in `dir` it goes to (the file the error names, else
-// `latest` or `latest_universal`, else the first *_states.pt) and the error
-// (a file of the checkpoint that is missing is the checkpoint's fault:
-// kCorrupt). nullopt when `dir` is no such folder or reads whole. A
-// refusal of merge (a layout it does not take) is no error.
-std::optional<std::pair<std::string, Status>> DeepSpeedFolderError(Env* env, const std::string& dir,
-                                                                   const std::vector<DirEntry>& entries,
-                                                                   const ScanOptions& options);
 
 // `r` with a folder's error: a file judged safe or not a checkpoint takes
 // the error's verdict; a worse verdict stands.

@@ -7,6 +7,7 @@
 
 #include "model/hf_folder.h"
 #include "scan/duplicates.h"
+#include "scan/folders.h"
 #include "scan/judge.h"
 
 namespace zerofold::scan {
