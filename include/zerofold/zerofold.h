@@ -165,7 +165,8 @@ typedef int (*zf_read_fn)(void* user, const char* path, uint64_t offset, uint64_
  * at random offsets, folders listed) and the outputs (files written front
  * to back, each committed or aborted). Every command runs unchanged over
  * them: zf_inspect_json_env, zf_shrink, zf_convert, zf_merge (with
- * zf_*_options_set_env), zf_verify_env, zf_diff_env, and parts.
+ * zf_*_options_set_env), zf_verify_env, zf_diff_env, zf_scan_json (with
+ * zf_scan_options_set_env), and parts.
  *
  * Names. The callbacks receive the names the call was given and names made
  * from them by joining with '/' (IN "s3://b/ckpt" -> "s3://b/ckpt/config.json";
