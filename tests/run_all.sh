@@ -94,6 +94,7 @@ run "layers: tests/layers_test.py" /usr/bin/python3 tests/layers_test.py
 run "unit tests (doctest)" "$BUILD/tests/unit_tests"
 run "capi: capi_test (C)" "$BUILD/tests/capi/capi_test" "$BUILD/zerofold"
 run "capi: callback_test (C, the caller's bytes)" "$BUILD/tests/capi/callback_test"
+run "capi: scan_capi_test (C, zf_scan_json)" "$BUILD/tests/capi/scan_capi_test" "$BUILD/zerofold"
 run "capi: install_test.sh (meson install, pkg-config)" env ZEROFOLD="$BUILD/zerofold" bash tests/capi/install_test.sh "$BUILD"
 run "examples: http_test.sh (http_convert against nginx)" env ZEROFOLD="$BUILD/zerofold" HTTP_CONVERT="$BUILD/examples/http/http_convert" bash tests/examples/http_test.sh
 for t in tests/cli/*_test.sh; do

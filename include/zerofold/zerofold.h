@@ -165,7 +165,8 @@ typedef int (*zf_read_fn)(void* user, const char* path, uint64_t offset, uint64_
  * at random offsets, folders listed) and the outputs (files written front
  * to back, each committed or aborted). Every command runs unchanged over
  * them: zf_inspect_json_env, zf_shrink, zf_convert, zf_merge (with
- * zf_*_options_set_env), zf_verify_env, zf_diff_env, and parts.
+ * zf_*_options_set_env), zf_verify_env, zf_diff_env, zf_scan_json (with
+ * zf_scan_options_set_env), and parts.
  *
  * Names. The callbacks receive the names the call was given and names made
  * from them by joining with '/' (IN "s3://b/ckpt" -> "s3://b/ckpt/config.json";
@@ -628,6 +629,48 @@ ZF_EXPORT void zf_diff_options_set_env(zf_diff_options* options, const zf_env* e
 /* zf_diff with options (NULL: the defaults); the rest as zf_diff. */
 ZF_EXPORT zf_code zf_diff_with(const char* a, const char* b, const zf_diff_options* options, zf_diff_report* report,
                                char** json, size_t* json_length, zf_error* err) ZF_NOEXCEPT;
+
+/* ---- scan ------------------------------------------------------------- */
+
+/* Every option of `zerofold scan`: --hash, the limits, progress (and with
+ * it cancellation) and an env. Created with the defaults (metadata only,
+ * the operating system's files). */
+typedef struct zf_scan_options zf_scan_options;
+ZF_EXPORT zf_scan_options* zf_scan_options_create(void) ZF_NOEXCEPT;
+ZF_EXPORT void zf_scan_options_destroy(zf_scan_options* options) ZF_NOEXCEPT;
+/* Nonzero: read every tensor's bytes and report copies of identical data
+ * in the totals' "duplicates" (--hash). */
+ZF_EXPORT void zf_scan_options_set_hash(zf_scan_options* options, int on) ZF_NOEXCEPT;
+/* The limits on hostile input by name, as zf_shrink_options_set_number
+ * (no zstd options), and "buffer_bytes" (bytes per hashing read, 4096 ..
+ * 4294967296). */
+ZF_EXPORT zf_code zf_scan_options_set_number(zf_scan_options* options, const char* name, uint64_t value,
+                                             zf_error* err) ZF_NOEXCEPT;
+/* Progress as files are judged (phase "scan"; done and total: bytes of
+ * the files under the paths, counted by a walk made first when a progress
+ * function is set); a nonzero return stops the call with ZF_CANCELLED. */
+ZF_EXPORT void zf_scan_options_set_progress(zf_scan_options* options, zf_progress_fn fn, void* user) ZF_NOEXCEPT;
+ZF_EXPORT void zf_scan_options_set_env(zf_scan_options* options, const zf_env* env) ZF_NOEXCEPT;
+
+/* Receives one line of zf_scan_json's output: `line` is `length` bytes,
+ * one JSON object ending in "\n", NUL-terminated, valid during the call.
+ * A nonzero return stops the scan with ZF_CANCELLED. */
+typedef int (*zf_line_fn)(void* user, const char* line, size_t length);
+
+/* Scans the `count` paths (files or folders, walked whole) as `zerofold
+ * scan --json PATH...` does, through the same library call: `on_line`
+ * receives each file's line as the file is judged, then the totals line,
+ * byte for byte the CLI's stdout (schema in README.md). Memory stays
+ * bounded by one file's metadata (and, with hash, one hash per distinct
+ * tensor), whatever the tree's size. options may be NULL (the defaults).
+ * Returns ZF_OK when every file is safe or not a checkpoint; otherwise the
+ * code of the first file that is not (ZF_E_UNSAFE, ZF_E_CORRUPT,
+ * ZF_E_AMBIGUOUS, ZF_E_IO, ZF_E_NOT_FOUND for a missing path, ...), whose
+ * path, record and offset fill err, after every line was delivered;
+ * ZF_CANCELLED when on_line or the progress function stopped it;
+ * ZF_E_INVALID_ARGUMENT for NULL paths or on_line. */
+ZF_EXPORT zf_code zf_scan_json(const char* const* paths, size_t count, const zf_scan_options* options,
+                               zf_line_fn on_line, void* user, zf_error* err) ZF_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

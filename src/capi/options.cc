@@ -352,4 +352,44 @@ void zf_diff_options_set_env(zf_diff_options* options, const zf_env* env) noexce
   if (options) options->env = env;
 }
 
+
+// ---- zf_scan_options ----
+
+zf_scan_options* zf_scan_options_create(void) noexcept {
+  try {
+    return new zf_scan_options();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void zf_scan_options_destroy(zf_scan_options* options) noexcept { delete options; }
+
+void zf_scan_options_set_hash(zf_scan_options* options, int on) noexcept {
+  if (options != nullptr) options->scan.hash = on != 0;
+}
+
+zf_code zf_scan_options_set_number(zf_scan_options* options, const char* name, uint64_t value,
+                                   zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (name != nullptr && std::string(name) == "buffer_bytes") {
+      ZF_TRY(zerofold::capi::CheckBufferBytes(value));
+      options->scan.buffer_bytes = static_cast<size_t>(value);
+      return Status::OK();
+    }
+    return zerofold::capi::SetNumber(&options->scan.read, nullptr, name, value);
+  });
+}
+
+void zf_scan_options_set_progress(zf_scan_options* options, zf_progress_fn fn, void* user) noexcept {
+  if (options == nullptr) return;
+  options->progress = fn;
+  options->progress_user = user;
+}
+
+void zf_scan_options_set_env(zf_scan_options* options, const zf_env* env) noexcept {
+  if (options != nullptr) options->env = env;
+}
+
 }  // extern "C"

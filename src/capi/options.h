@@ -12,6 +12,7 @@
 #include "merge/merge.h"
 #include "output/parts.h"
 #include "rewrite/shrink.h"
+#include "scan/scan.h"
 #include "zerofold/zerofold.h"
 
 struct zf_shrink_options {
@@ -47,6 +48,14 @@ struct zf_merge_options {
 struct zf_diff_options {
   // Tolerances, equal_nan, only, read limits; progress stays empty.
   zerofold::diff::DiffOptions diff;
+  zf_progress_fn progress = nullptr;
+  void* progress_user = nullptr;
+  const zf_env* env = nullptr;  // null: the operating system's files
+};
+
+struct zf_scan_options {
+  // hash, read limits, buffer_bytes; progress stays empty.
+  zerofold::scan::ScanOptions scan;
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
   const zf_env* env = nullptr;  // null: the operating system's files

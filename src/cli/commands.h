@@ -9,6 +9,7 @@
 namespace zerofold::cli {
 
 int RunInspect(const std::vector<std::string>& args);
+int RunScan(const std::vector<std::string>& args);
 int RunShrink(const std::vector<std::string>& args);
 int RunConvert(const std::vector<std::string>& args);
 int RunDiff(const std::vector<std::string>& args);

@@ -222,6 +222,13 @@ void PrintZero(const zero::ZeroInspection& z) {
 }
 
 void PrintFolderTotal(const model::FolderTotal& t) {
+  // What the folder holds besides its checkpoint files, named, then the
+  // total (the last line).
+  if (!t.unread.empty()) {
+    std::string names;
+    for (const std::string& u : t.unread) names += (names.empty() ? "" : ", ") + Shown(u);
+    std::printf("\nnot read (not Hugging Face layout; `zerofold scan` judges every file): %s\n", names.c_str());
+  }
   const double ratio =
       t.referenced_bytes ? static_cast<double>(t.stored_bytes) / static_cast<double>(t.referenced_bytes) : 1.0;
   std::printf("\nfolder %s: %zu files, %s on disk; stored %s, referenced %s: %.2fx",

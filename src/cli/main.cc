@@ -28,6 +28,10 @@ constexpr const char* kHelp =
     "                    Hugging Face model folders, or the keys of a PyTorch\n"
     "                    Distributed Checkpoint or Megatron torch_dist folder;\n"
     "                    --json for pipelines\n"
+    "  scan PATH...      audit files and trees: a verdict per file (safe, unsafe,\n"
+    "                    corrupt, ambiguous, not a checkpoint), bloat, what\n"
+    "                    shrink would save, optimizer state; --hash: copies\n"
+    "                    of identical tensor data\n"
     "  shrink IN OUT     rewrite every tensor into exactly sized storage: the\n"
     "                    fix for sharded checkpoints that each carry whole flat\n"
     "                    ZeRO/FSDP buffers; files or Hugging Face folders\n"
@@ -55,6 +59,10 @@ namespace {
 
 int Dispatch(const std::string& command, const std::vector<std::string>& rest) {
   if (command == "inspect") return zerofold::cli::RunInspect(rest);
+  if (command == "scan") {
+    zerofold::io::RaiseOpenFileLimit();  // a DCP folder's data files are checked open together, as merge does
+    return zerofold::cli::RunScan(rest);
+  }
   if (command == "shrink") return zerofold::cli::RunShrink(rest);
   if (command == "merge") {
     zerofold::io::RaiseOpenFileLimit();
@@ -63,7 +71,7 @@ int Dispatch(const std::string& command, const std::vector<std::string>& rest) {
   if (command == "convert") return zerofold::cli::RunConvert(rest);
   if (command == "diff") return zerofold::cli::RunDiff(rest);
   std::optional<std::string> near =
-      zerofold::cli::ClosestWord(command, {"inspect", "shrink", "merge", "convert", "diff", "help"});
+      zerofold::cli::ClosestWord(command, {"inspect", "scan", "shrink", "merge", "convert", "diff", "help"});
   return zerofold::cli::UsageError("", "unknown command '" + command + "'" +
                                            (near ? "; did you mean '" + *near + "'?" : ""));
 }

@@ -1,5 +1,7 @@
 #include "inspect/inspect.h"
 
+#include <algorithm>
+#include <set>
 #include <utility>
 
 #include "model/hf_folder.h"
@@ -20,6 +22,22 @@ bool Claimed(Result<std::optional<T>> found, Kind kind, std::optional<T>* member
   return true;
 }
 
+// The entries of the Hugging Face folder `path` that are neither its
+// checkpoint files nor its index files, in name order (FolderTotal::unread).
+std::vector<std::string> UnreadEntries(Env* env, const std::string& path, const model::ModelFiles& files) {
+  std::vector<std::string> out;
+  Result<std::vector<DirEntry>> entries = env->ListDir(path);
+  if (!entries.ok()) return out;
+  std::set<std::string> read(files.files.begin(), files.files.end());
+  for (const model::ShardIndex& index : files.indexes) read.insert(index.path);
+  for (const DirEntry& e : *entries) {
+    const std::string full = model::JoinPath(path, e.name);
+    if (!read.count(full)) out.push_back(full + (e.is_dir ? "/" : ""));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Kind 4: a file, or a Hugging Face folder's files and total.
 void InspectModelPath(Env* env, const std::string& path, const model::ListOptions& options, PathReport* out) {
   Result<model::ModelFiles> files = model::ResolveModelPath(env, path, options);
@@ -36,8 +54,9 @@ void InspectModelPath(Env* env, const std::string& path, const model::ListOption
     else listed = false;
     out->files.push_back({file, std::move(listing)});
   }
-  if (out->kind == Kind::kHfFolder)
-    out->folder = rewrite::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
+  if (out->kind != Kind::kHfFolder) return;
+  out->folder = rewrite::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
+  out->folder->unread = UnreadEntries(env, path, *files);
 }
 
 }  // namespace

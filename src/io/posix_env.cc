@@ -176,7 +176,11 @@ class PosixRandomSource final : public RandomSource {
 // Opens the regular file at `path` for positional reads; the source and its
 // errors carry `name`. `pooled` as PosixRandomSource's.
 Result<std::unique_ptr<RandomSource>> OpenRegularFile(const std::string& path, const std::string& name, bool pooled) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once instead of waiting for a writer (then
+  // refused below as no regular file); regular files ignore the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENXIO)  // a socket
+    return Status::InvalidArgument("not a regular file (use - for a pipe)").WithPath(name);
   if (fd < 0) return PosixError(name, "open", errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {

@@ -73,6 +73,10 @@ struct FolderTotal {
   // plan, nothing written); unset when shrink would not take the folder
   // (safetensors only: nothing to shrink; a file that failed to list).
   std::optional<uint64_t> shrunk_file_bytes;
+  // The folder's entries not read as its checkpoint files or index (not
+  // Hugging Face layout: config, tokenizer, stray files; a folder's name
+  // ends in "/"), full paths in name order: `zerofold scan` judges them.
+  std::vector<std::string> unread;
 };
 
 struct ListOptions {

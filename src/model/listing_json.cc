@@ -170,6 +170,7 @@ Result<std::string> JsonFiles::Finish() {
       w_.Key("shrink_saves_bytes");
       if (f.shrunk_file_bytes) w_.Uint(f.file_bytes - std::min(f.file_bytes, *f.shrunk_file_bytes));
       else w_.Null();
+      WriteStringArray(w_, "unread", f.unread);
       w_.EndObject();
     }
     w_.EndArray();

@@ -30,7 +30,7 @@ class JsonFiles {
   // A folder's total, written after "files" as an element of "folders":
   // {"path", "files", "file_bytes", "stored_bytes", "referenced_bytes",
   // "shrunk_file_bytes" (null when unset), "shrink_saves_bytes" (null
-  // likewise)}. The document has "folders" only when one was added.
+  // likewise), "unread"}. The document has "folders" only when one was added.
   void AddFolder(const FolderTotal& total) { folders_.push_back(total); }
   // An element written by `write` (one JSON object), for listings of other
   // stages (a Distributed Checkpoint folder: dcp/listing.h; a Megatron

@@ -94,4 +94,18 @@ static inline char* read_all(const char* path, size_t* len) {
   return data;
 }
 
+/* Runs `CLI ARGS` (a shell command line) with stdout and stderr in
+ * DIR/cli.out and DIR/cli.err; its exit code, -1 when it could not run. */
+static inline int run_cli_in(const char* cli, const char* dir, const char* args) {
+  int rc = system(fmt("'%s' %s >'%s/cli.out' 2>'%s/cli.err'", cli, args, dir, dir));
+  return rc == -1 ? -1 : (rc >> 8) & 0xff;
+}
+
+/* Runs a shell command that must succeed. */
+#define SH(command)                                                                            \
+  do {                                                                                         \
+    const char* sh_command_ = (command);                                                       \
+    if (system(sh_command_) != 0) fail(__FILE__, __LINE__, "command failed: %s", sh_command_); \
+  } while (0)
+
 #endif /* ZEROFOLD_TESTS_CAPI_C_CHECK_H_ */

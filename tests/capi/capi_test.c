@@ -117,14 +117,9 @@ static void check_same_folder(const char* file, int line, const char* a, const c
 
 /* Runs the CLI with `args` (already quoted); its stdout and stderr go to
  * TMP/cli.out and TMP/cli.err. Returns its exit status. */
-static int run_cli(const char* args) {
-  int rc = system(fmt("'%s' %s >'%s/cli.out' 2>'%s/cli.err'", cli, args, tmp, tmp));
-  return rc == -1 ? -1 : (rc >> 8) & 0xff;
-}
+static int run_cli(const char* args) { return run_cli_in(cli, tmp, args); }
 
-static void sh(const char* command) {
-  if (system(command) != 0) fail(__FILE__, __LINE__, "command failed: %s", command);
-}
+#define sh(command) SH(command)
 
 /* An error with buffers of `size` bytes (at most 1024) for every text. */
 typedef struct {

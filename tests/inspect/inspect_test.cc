@@ -187,3 +187,23 @@ TEST_CASE("inspect: ReportJson writes each path's elements in order, the folders
 
 }  // namespace
 }  // namespace zerofold::inspect
+
+namespace zerofold::inspect {
+namespace {
+
+TEST_CASE("inspect: a Hugging Face folder names the entries it did not read") {
+  io::MemEnv env;
+  SetBloated(&env, "");
+  env.SetFile("hf/evil.pkl", "cos\nsystem\n(S'id'\ntR.");
+  env.SetFile("hf/extra/notes.txt", "x");
+  const PathReport p = One(&env, "hf");
+  REQUIRE(p.kind == Kind::kHfFolder);
+  REQUIRE(p.folder);
+  CHECK(p.folder->unread == std::vector<std::string>{"hf/config.json", "hf/evil.pkl", "hf/extra/"});
+  Result<std::string> doc = ReportJson(Inspect(&env, {"hf"}, model::ListOptions()));
+  REQUIRE(doc.ok());
+  CHECK(doc->find("\"hf/evil.pkl\"") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace zerofold::inspect

@@ -1,0 +1,37 @@
+#include "scan/result.h"
+
+namespace zerofold::scan {
+
+namespace {
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kSafe: return "safe";
+    case Verdict::kUnsafe: return "unsafe";
+    case Verdict::kCorrupt: return "corrupt";
+    case Verdict::kAmbiguous: return "ambiguous";
+    case Verdict::kUnreadable: return "unreadable";
+    case Verdict::kNotCheckpoint: return "not a checkpoint";
+  }
+  return "?";
+}
+
+Status ResultStatus(const FileResult& r) {
+  if (!r.error.ok()) return r.error;
+  if (r.verdict == Verdict::kUnsafe) {
+    Status s = Status::Unsafe("names globals torch.load would run (never run here): " + Joined(r.unsafe_globals));
+    s.WithPath(r.path);
+    return s;
+  }
+  return Status::OK();
+}
+
+}  // namespace zerofold::scan
