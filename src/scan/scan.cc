@@ -101,10 +101,14 @@ class Scanner {
     ++totals_.files;
     ++totals_.by_verdict[static_cast<size_t>(r.verdict)];
     totals_.file_bytes += r.file_bytes;
-    totals_.stored_bytes += r.stored_bytes;
-    totals_.referenced_bytes += r.referenced_bytes;
-    totals_.shrink_saves += r.shrink_saves.value_or(0);
-    totals_.optimizer_bytes += r.optimizer_bytes;
+    // A refused file's byte counts are what its damaged records declare
+    // (a chunk "of 4 EiB"): the totals add up only files read whole.
+    if (r.verdict == Verdict::kSafe || r.verdict == Verdict::kUnsafe) {
+      totals_.stored_bytes += r.stored_bytes;
+      totals_.referenced_bytes += r.referenced_bytes;
+      totals_.shrink_saves += r.shrink_saves.value_or(0);
+      totals_.optimizer_bytes += r.optimizer_bytes;
+    }
     if (totals_.first_error.ok()) totals_.first_error = ResultStatus(r);
     done_bytes_ += r.file_bytes;
     if (on_file_) ZF_TRY(on_file_(r));

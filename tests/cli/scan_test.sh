@@ -124,9 +124,12 @@ for l in files:
     counts[l["verdict"]] = counts.get(l["verdict"], 0) + 1
 assert totals["files"] == len(files)
 assert {k: v for k, v in totals["verdicts"].items() if v} == counts, (totals["verdicts"], counts)
-for key in ("file_bytes", "stored_bytes", "referenced_bytes", "optimizer_bytes"):
-    assert totals[key] == sum(l[key] for l in files), key
-assert totals["shrink_saves_bytes"] == sum(l["shrink_saves_bytes"] or 0 for l in files)
+assert totals["file_bytes"] == sum(l["file_bytes"] for l in files)
+# Byte counts add up over the files read whole only (a refused file's are what its damage declares).
+read = [l for l in files if l["verdict"] in ("safe", "unsafe")]
+for key in ("stored_bytes", "referenced_bytes", "optimizer_bytes"):
+    assert totals[key] == sum(l[key] for l in read), key
+assert totals["shrink_saves_bytes"] == sum(l["shrink_saves_bytes"] or 0 for l in read)
 assert totals["file_bytes"] == sum(os.path.getsize(p) for p in on_disk)
 assert totals["hashed"] is False and totals["duplicates"] == []
 EOF
@@ -217,6 +220,16 @@ want = sum(g["nbytes"] for g in groups if g["group"] != "model")
 assert got == want, (got, want, groups)
 EOF
 done
+
+# --- a refused file's declared sizes stay out of the totals (a chunk of 4 EiB past a 747-byte file)
+run_z scan --json --no-progress "$F/dcp/bad/huge_length"
+"$PY" -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+t = lines[-1]
+assert any(l.get("verdict") == "corrupt" for l in lines[:-1]), lines
+assert t["stored_bytes"] < 1 << 20 and t["referenced_bytes"] < 1 << 20, t' "$OUT" && ok ||
+  bad "totals of dcp/bad/huge_length add a corrupt file's declared bytes: $(tail -1 "$OUT")"
 
 # --- every damaged DCP and Megatron fixture: what merge refuses, scan does not call safe -----
 # (fixtures/*/bad/expected_errors.json: merge's exit codes. dcp/bad/no_metadata is a folder
