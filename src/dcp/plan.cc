@@ -48,7 +48,6 @@ Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const En
   if (t.shape != c.sizes)
     return Status::Corrupt("the chunk's tensor has shape " + torch::ShapeText(t.shape) + ", the metadata says " +
                            torch::ShapeText(c.sizes));
-  if (ckpt.big_endian) return Status::Unsupported("byteorder record says big-endian; merge reads little-endian data only");
   return &t;
 }
 

@@ -48,6 +48,21 @@ Result<std::map<std::string, std::string>> TiedNames(const safetensors::File& fi
   return dropped;
 }
 
+// Why a safetensors tensor has no torch reading (TensorInfo::torch_dtype).
+std::string NoTorchView(const safetensors::TensorInfo& info) {
+  const std::string code(safetensors::DtypeCode(info.dtype));
+  if (!safetensors::ToTorch(info.dtype)) return "dtype " + code + " has no torch dtype";
+  if (info.dtype == safetensors::Dtype::F4) {
+    std::vector<int64_t> shape(info.shape.begin(), info.shape.end());
+    return "F4 tensor of shape " + torch::ShapeText(shape) +
+           " has no torch shape: torch's float4_e2m1fn_x2 holds two F4 values per element, so the last "
+           "dimension must be even";
+  }
+  for (uint64_t d : info.shape)
+    if (!std::in_range<int64_t>(d)) return "dimension " + std::to_string(d) + " is past 2^63 - 1";
+  return "no torch shape";
+}
+
 }  // namespace
 
 Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph) {
@@ -64,20 +79,12 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
   for (const auto& [name, index] : names) {
     const safetensors::TensorInfo& info = file.tensors[index];
     if (!info.torch_dtype)
-      return Status::Unsupported("dtype " + std::string(safetensors::DtypeCode(info.dtype)) + " has no torch dtype")
-          .WithRecord(info.name)
-          .WithOffset(info.header_offset);
+      return Status::Unsupported(NoTorchView(info)).WithRecord(info.name).WithOffset(info.header_offset);
     torch::Tensor t;
     t.name = name;
     t.path.push_back({torch::PathElem::Type::kStrKey, name, 0});
     t.dtype = *info.torch_dtype;
-    for (uint64_t d : info.shape) {
-      if (!std::in_range<int64_t>(d))
-        return Status::Unsupported("dimension " + std::to_string(d) + " is past 2^63 - 1")
-            .WithRecord(info.name)
-            .WithOffset(info.header_offset);
-      t.shape.push_back(static_cast<int64_t>(d));
-    }
+    t.shape = info.torch_shape;
     t.stride = torch::ContiguousStrides(t.shape);
     auto [holder, fresh] = first_entry.emplace(index, entries.size());
     if (fresh) {
@@ -97,13 +104,6 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
     ckpt.tensors.push_back(std::move(t));
   }
   if (graph == SafetensorsGraph::kSkip) return ckpt;
-  for (const safetensors::TensorInfo& info : file.tensors)
-    if (torch::Info(*info.torch_dtype).storage_class.empty())
-      return Status::Unsupported(std::string(torch::Info(*info.torch_dtype).name) +
-                                 " tensors are written by torch.save without a typed storage class, which "
-                                 "torch 1.13 has not; only other dtypes convert to torch")
-          .WithRecord(info.name)
-          .WithOffset(info.header_offset);
   ZF_ASSIGN_OR_RETURN(torch::StateDictGraph built, torch::BuildStateDict(entries));
   ckpt.graph = std::move(built.graph);
   ckpt.root = built.root;

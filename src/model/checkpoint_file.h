@@ -36,8 +36,9 @@ constexpr const char* kTiedMetadataKey = "zerofold.tied";
 
 // Whether the pickle graph is built for a safetensors file. Writers of
 // torch output and of re-selected trees need it; a reader of tensor bytes
-// (diff) does not, and then takes tensors of every dtype torch has, also
-// those torch 1.13 has no storage class for (uint16/32/64, float8).
+// (diff) does not. Dtypes torch 1.13 has no storage class for (uint16/32/64,
+// float8, float4_e2m1fn_x2) are written as torch >= 2.1 writes them
+// (torch/state_dict.h).
 enum class SafetensorsGraph : bool { kSkip, kBuild };
 
 struct CheckpointFile {
@@ -49,8 +50,8 @@ struct CheckpointFile {
 
 // The model of a safetensors file whose header is `file`, as above.
 // Errors (record: the tensor's name): kUnsupported for a dtype torch has
-// none for (F4, F6_*), a dimension past 2^63 - 1, and with kBuild a dtype
-// torch 1.13 writes without a typed storage class; kCorrupt (record
+// none for (F6_*), an F4 tensor torch has no shape for (rank 0, odd last
+// dimension), a dimension past 2^63 - 1; kCorrupt (record
 // "__metadata__") for a kTiedMetadataKey entry that is no JSON object of
 // names, names a kept tensor the file lacks, or drops one it holds.
 Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph);

@@ -19,8 +19,6 @@ Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions&
   if (!read.ok()) return Status(read.status()).WithPath(path);
   in.ckpt = std::move(read->ckpt);
   in.metadata = std::move(read->metadata);
-  if (in.ckpt.big_endian)
-    return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(path);
   if (Status s = model::SelectTensors(in.ckpt, options.select, options.only, options.read, one_of_many); !s.ok()) return s.WithPath(path);
   return in;
 }

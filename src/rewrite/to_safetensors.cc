@@ -31,6 +31,7 @@ struct Item {
   uint32_t tensor = 0;      // index into the input's tensors
   torch::DType out = torch::DType::kUInt8;
   safetensors::Dtype code = safetensors::Dtype::U8;
+  std::vector<uint64_t> shape;  // safetensors::ShapeFromTorch
   uint64_t nbytes = 0;      // bytes in the file
   uint32_t group = 0;       // tie group, numbered across inputs
 };
@@ -106,8 +107,11 @@ Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& opti
       if (bad.ok() && !code)
         bad = Status::Unsupported(std::string(tensor.quantized ? "quantized " : "") +
                                   std::string(torch::Info(*out).name) + " tensors have no safetensors dtype");
+      std::optional<std::vector<uint64_t>> shape;
+      if (bad.ok()) shape = safetensors::ShapeFromTorch(*code, tensor.shape);
+      if (bad.ok() && !shape) bad = Status::Unsupported(safetensors::NoShapeReason(*code, tensor.shape));
       if (!bad.ok()) return bad.WithRecord(tensor.name).WithPath(inputs[i].path);
-      items.push_back({i, t, *out, *code, OutputNbytes(tensor, *out), group_base + g});
+      items.push_back({i, t, *out, *code, std::move(*shape), OutputNbytes(tensor, *out), group_base + g});
     }
     group_base += static_cast<uint32_t>(groups->members.size());
   }
@@ -290,8 +294,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     for (uint32_t i : plan.shards[k]) {
       const Item& it = items[i];
       const torch::Tensor& t = inputs[it.input].ckpt.tensors[it.tensor];
-      std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
-      specs.push_back({t.name, it.code, std::move(shape), it.nbytes});
+      specs.push_back({t.name, it.code, it.shape, it.nbytes});
       file.by_spec.push_back(&it);
       in_file.insert(i);
       if (folder && n > 1) weight_map.emplace_back(t.name, name);
