@@ -48,7 +48,8 @@ Result<std::map<std::string, std::string>> TiedNames(const safetensors::File& fi
   return dropped;
 }
 
-// Why a safetensors tensor has no torch reading (TensorInfo::torch_dtype).
+}  // namespace
+
 std::string NoTorchView(const safetensors::TensorInfo& info) {
   const std::string code(safetensors::DtypeCode(info.dtype));
   if (!safetensors::ToTorch(info.dtype)) return "dtype " + code + " has no torch dtype";
@@ -63,9 +64,8 @@ std::string NoTorchView(const safetensors::TensorInfo& info) {
   return "no torch shape";
 }
 
-}  // namespace
-
-Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph) {
+Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph,
+                                                TorchlessTensors mode, std::vector<TorchlessTensor>* torchless) {
   torch::Checkpoint ckpt;
   ckpt.format = torch::Format::kTorchZip;
   std::map<std::string, uint32_t> by_name;  // stored tensors
@@ -78,13 +78,16 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
   std::map<uint32_t, size_t> first_entry;  // stored tensor -> the entry that holds its storage
   for (const auto& [name, index] : names) {
     const safetensors::TensorInfo& info = file.tensors[index];
-    if (!info.torch_dtype)
+    const bool as_bytes = !info.torch_dtype && mode == TorchlessTensors::kAsBytes &&
+                          std::in_range<int64_t>(info.byte_size());
+    if (!info.torch_dtype && !as_bytes)
       return Status::Unsupported(NoTorchView(info)).WithRecord(info.name).WithOffset(info.header_offset);
     torch::Tensor t;
     t.name = name;
     t.path.push_back({torch::PathElem::Type::kStrKey, name, 0});
-    t.dtype = *info.torch_dtype;
-    t.shape = info.torch_shape;
+    t.dtype = as_bytes ? torch::DType::kUInt8 : *info.torch_dtype;
+    t.shape = as_bytes ? std::vector<int64_t>{static_cast<int64_t>(info.byte_size())} : info.torch_shape;
+    if (as_bytes && torchless) torchless->push_back({name, info.dtype, info.shape});
     t.stride = torch::ContiguousStrides(t.shape);
     auto [holder, fresh] = first_entry.emplace(index, entries.size());
     if (fresh) {
@@ -118,12 +121,12 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
 }
 
 Result<CheckpointFile> ReadCheckpointFile(const RandomSource& src, const torch::ReadOptions& options,
-                                          SafetensorsGraph graph) {
+                                          SafetensorsGraph graph, TorchlessTensors torchless) {
   CheckpointFile out;
   ZF_ASSIGN_OR_RETURN(out.format, model::SniffFormat(src));
   if (out.format == model::FileFormat::kSafetensors) {
     ZF_ASSIGN_OR_RETURN(safetensors::File file, safetensors::ReadHeader(src));
-    ZF_ASSIGN_OR_RETURN(out.ckpt, SafetensorsCheckpoint(file, graph));
+    ZF_ASSIGN_OR_RETURN(out.ckpt, SafetensorsCheckpoint(file, graph, torchless, &out.torchless));
     out.metadata = std::move(file.metadata);
     return out;
   }

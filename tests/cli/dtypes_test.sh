@@ -166,7 +166,24 @@ expect_true "F6 listed by its code" "grep -Eq '^  w +F6_E2M3 +\\[4\\] ' '$OUT'"
 run_z convert f6.safetensors f6.pt
 expect "F6 in torch: refused" 1 "zerofold: f6.safetensors: w @ 9: unsupported: dtype F6_E2M3 has no torch dtype
 "
-expect_true "no output" "[ ! -e f6.pt ] && [ ! -e odd.pt ]"
+run_z convert --to torch f6.safetensors f6dir/
+expect "F6 in torch shards: refused" 1 "zerofold: f6.safetensors: w @ 9: unsupported: dtype F6_E2M3 has no torch dtype
+"
+expect_true "no output" "[ ! -e f6.pt ] && [ ! -e odd.pt ] && [ ! -e f6dir ]"
+# Safetensors to safetensors keeps what torch cannot hold, byte for byte.
+write_st f6all.safetensors w:F6_E2M3:[4]:010203 v:F6_E3M2:[2,4]:000102030405 f4:F4:[2,3]:070809 x:F32:[1]:0000803f
+run_z convert --verify f6all.safetensors f6out.safetensors
+expect "F6 and odd F4: safetensors to safetensors" 0 ""
+expect_true "codes and shapes kept" "[ \"\$(st_header f6out.safetensors)\" = \"f4 F4 [2, 3]
+v F6_E3M2 [2, 4]
+w F6_E2M3 [4]
+x F32 [1]\" ]"
+run_z diff f6all.safetensors f6out.safetensors
+expect "F6: equal bit for bit" 0 ""
+write_st f6other.safetensors w:F6_E2M3:[4]:010204 v:F6_E3M2:[2,4]:000102030405 f4:F4:[2,3]:070809 x:F32:[1]:0000803f
+run_z diff f6all.safetensors f6other.safetensors
+expect "F6: a changed byte is found" 1 ""
+expect_true "diff names the tensor" "grep -q '^! w: ' '$OUT'"
 
 # --- big-endian archives --------------------------------------------------------------------
 rm -f -- *

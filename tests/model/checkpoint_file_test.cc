@@ -118,5 +118,26 @@ TEST_CASE("safetensors dtypes torch lacks: F6, and F4 without a torch shape") {
   CHECK_EQ(none.status().message(), "dtype F6_E2M3 has no torch dtype");
 }
 
+TEST_CASE("safetensors tensors torch cannot hold are read as bytes on request") {
+  constexpr std::string_view f6 =
+      R"({"v":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[0,3]},"w":{"dtype":"F4","shape":[2,3],"data_offsets":[3,6]},"x":{"dtype":"F32","shape":[1],"data_offsets":[6,10]}})";
+  io::MemSource src("f6.safetensors", File(f6, 10));
+  CHECK_EQ(ReadCheckpointFile(src, {}, SafetensorsGraph::kSkip).status().code(), Code::kUnsupported);
+  Result<CheckpointFile> read = ReadCheckpointFile(src, {}, SafetensorsGraph::kBuild, TorchlessTensors::kAsBytes);
+  REQUIRE(read.ok());
+  REQUIRE_EQ(read->ckpt.tensors.size(), 3u);
+  CHECK_EQ(read->ckpt.tensors[0].dtype, DType::kUInt8);
+  CHECK_EQ(read->ckpt.tensors[0].shape, std::vector<int64_t>{3});
+  CHECK_EQ(read->ckpt.tensors[1].shape, std::vector<int64_t>{3});
+  CHECK_EQ(read->ckpt.tensors[2].dtype, DType::kFloat32);
+  REQUIRE_EQ(read->torchless.size(), 2u);
+  CHECK_EQ(read->torchless[0].name, "v");
+  CHECK_EQ(read->torchless[0].dtype, safetensors::Dtype::F6_E2M3);
+  CHECK_EQ(read->torchless[0].shape, std::vector<uint64_t>{4});
+  CHECK_EQ(read->torchless[1].name, "w");
+  CHECK_EQ(read->torchless[1].dtype, safetensors::Dtype::F4);
+  CHECK_EQ(read->torchless[1].shape, std::vector<uint64_t>{2, 3});
+}
+
 }  // namespace
 }  // namespace zerofold::model
