@@ -90,7 +90,10 @@ Result<StateDictGraph> BuildStateDict(std::span<const StateDictEntry> entries) {
     // torch 2.6 _tensor.py _reduce_ex_internal lines 502-514: dtypes of
     // torch.storage._new_dtypes() go through _rebuild_tensor_v3 on the
     // tensor's UntypedStorage; the others through _rebuild_tensor_v2 on a
-    // TypedStorage, pickled as its legacy class.
+    // TypedStorage, pickled as its legacy class. torch 2.6's storage.py
+    // _new_dtypes (lines 537-554) lists float8, bits, complex32 and
+    // uint16/32/64; torch HEAD's adds float8_e8m0fnu and float4_e2m1fn_x2,
+    // the dtypes here without a storage class.
     const bool v3 = info.storage_class.empty();
     NodeId& rebuild = v3 ? rebuild_v3 : rebuild_v2;
     if (rebuild == pickle::kNoNode) rebuild = g.AddGlobal(kUtilsModule, v3 ? kRebuildTensorV3 : kRebuildTensorV2);
