@@ -26,6 +26,7 @@ Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path) {
   out.unsafe_globals = ckpt.unsafe_globals;
   out.zip_records = ckpt.zip_records;
   out.deflated_records = ckpt.deflated_records;
+  out.big_endian = ckpt.big_endian;
 
   struct Extent {
     torch::ByteRange range;

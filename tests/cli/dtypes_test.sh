@@ -187,6 +187,11 @@ expect_true "diff names the tensor" "grep -q '^! w: ' '$OUT'"
 
 # --- big-endian archives --------------------------------------------------------------------
 rm -f -- *
+run_z inspect "$D/torch26_big.pt"
+expect "inspect big-endian" 0 ""
+expect_true "inspect says big" "[ \"\$(tail -n 1 '$OUT')\" = '  byteorder big: values are read byte-swapped, as torch 2.x loads them' ]"
+run_z inspect "$D/torch26_little.pt"
+expect_true "and not for little" "! grep -q byteorder '$OUT'"
 run_z diff "$D/torch26_little.pt" "$D/torch26_big.pt"
 expect "diff swaps big-endian storages" 0 ""
 expect_true "diff: all equal" "grep -q '10 tensors in both: 10 equal, 0 different' '$OUT'"
