@@ -214,6 +214,15 @@ run_z diff shrunk.pt "$D/torch26_little.pt"
 expect "shrunk reads as torch loads it" 0 ""
 run_z shrink --verify --force "$D/torch26_big.pt" shrunk.pt
 expect "shrink --verify of big-endian" 0 ""
+"$Z" shrink --quiet - - <"$D/torch26_big.pt" >streamed.pt 2>"$ERR"
+RC=$?
+expect "plain shrink of a big-endian stream" 0 ""
+expect_true "passes unchanged" "cmp -s streamed.pt '$D/torch26_big.pt'"
+"$Z" convert --to torch - - <"$D/torch26_big.pt" >streamed2.pt 2>"$ERR"
+RC=$?
+expect "convert of a big-endian stream" 1 "zerofold: <stdin>: unsupported: byteorder record says big-endian; from a stream only a plain shrink takes it (save it to a file first)
+"
+expect_true "writes nothing" "[ ! -s streamed2.pt ]"
 
 # merge: a DeepSpeed ZeRO-1 checkpoint whose every file is big-endian merges to the same model.
 rm -rf -- *
