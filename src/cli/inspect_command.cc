@@ -97,6 +97,7 @@ void PrintHuman(const model::Listing& l) {
   double ratio = l.referenced_bytes ? static_cast<double>(l.stored_bytes) / static_cast<double>(l.referenced_bytes) : 1.0;
   std::printf("  %zu tensors in %zu storages: stored %s, referenced %s: %.2fx\n", l.tensors.size(), l.storages.size(),
               HumanBytes(l.stored_bytes).c_str(), HumanBytes(l.referenced_bytes).c_str(), ratio);
+  if (l.big_endian) std::printf("  byteorder big: values are read byte-swapped, as torch 2.x loads them\n");
   for (const std::vector<std::string>& group : l.tied) {
     std::string line;
     for (size_t i = 0; i < group.size(); ++i) line += (i ? " = " : "") + Shown(group[i]);

@@ -69,8 +69,7 @@ Result<Metadata> ReadHfForm(Env* env, const std::string& folder, const std::vect
       item.offset_in_file = ti.data_offset;
       item.length = ti.byte_size();
       item.raw = true;
-      std::vector<int64_t> sizes;
-      for (uint64_t d : ti.shape) sizes.push_back(static_cast<int64_t>(d));
+      std::vector<int64_t> sizes = ti.torch_shape;
       std::vector<int64_t> offsets(sizes.size(), 0);
       if (const json::Value* v = info.Find(ti.name)) {
         const json::Value* saved = v->Find(kSavedOffsetsKey);

@@ -10,6 +10,7 @@
 #include "io/zstd_stream.h"
 #include "model/hf_folder.h"
 #include "torch/state_dict.h"
+#include "torch/storage_source.h"
 #include "torch/stream_checkpoint.h"
 
 namespace zerofold::dcp {
@@ -48,7 +49,6 @@ Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const En
   if (t.shape != c.sizes)
     return Status::Corrupt("the chunk's tensor has shape " + torch::ShapeText(t.shape) + ", the metadata says " +
                            torch::ShapeText(c.sizes));
-  if (ckpt.big_endian) return Status::Unsupported("byteorder record says big-endian; merge reads little-endian data only");
   return &t;
 }
 
@@ -95,6 +95,8 @@ Status Locate(const RandomSource& file, const StorageItem& s, const Entry& e, co
   p->record = storage.record;
   p->data_offset = storage.data_offset;
   p->storage_nbytes = storage.nbytes;
+  // torch 2.x writes byteorder before data/: a big-endian chunk is known by now.
+  p->swap_unit = reader.checkpoint().big_endian ? torch::ByteSwapUnit(storage) : 1;
   p->view_offset = t->storage_offset;
   p->strides = t->stride;
   p->transform = gather::Transform::kZstd;

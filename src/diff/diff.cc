@@ -408,7 +408,9 @@ Status OpenSide(Env* env, const std::string& path, const DiffOptions& options, s
   for (const std::string& f : files) {
     OpenFile o;
     ZF_ASSIGN_OR_RETURN(o.src, env->OpenRandom(f));
-    Result<model::CheckpointFile> read = model::ReadCheckpointFile(*o.src, options.read, model::SafetensorsGraph::kSkip);
+    // Tensors torch has no dtype for (F6_*) are compared as their bytes.
+    Result<model::CheckpointFile> read = model::ReadCheckpointFile(*o.src, options.read, model::SafetensorsGraph::kSkip,
+                                                                   model::TorchlessTensors::kAsBytes);
     if (!read.ok()) return Status(read.status()).WithPath(f);
     o.ckpt = std::move(read->ckpt);
     opened.push_back(std::move(o));

@@ -8,6 +8,7 @@
 
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
+#include "torch/storage_source.h"
 #include "torch/checkpoint.h"
 #include "zip/entry_source.h"
 
@@ -198,6 +199,7 @@ Status PieceReader::Read(std::span<std::byte> dst) {
     done += take;
     run_left_ -= take / itemsize_;
   }
+  torch::SwapBytes(dst, piece_.swap_unit);
   return Status::OK();
 }
 

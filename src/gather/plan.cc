@@ -35,6 +35,7 @@ bool Overlap(const Piece& a, const Piece& b) {
 void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piece* p) {
   p->record = storage.record;
   p->storage_nbytes = storage.nbytes;
+  p->swap_unit = storage.swap_unit;
   p->transform = storage.method == 0 ? Transform::kNone : Transform::kDeflate;
   if (p->transform == Transform::kNone) {
     p->data_offset = archive_offset + storage.data_offset;

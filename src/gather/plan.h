@@ -63,6 +63,9 @@ struct Piece {
   uint64_t frame_offset = 0;   // kZstd only
   uint64_t frame_length = 0;
   zip::Entry deflated;         // kDeflate only; data_offset is then 0
+  // Runs of bytes reversed after reading, as torch loads a big-endian
+  // archive (torch::Storage::swap_unit); 1: none.
+  uint32_t swap_unit = 1;
 };
 
 struct GatherTensor {

@@ -142,8 +142,7 @@ class Verifier {
       const safetensors::TensorInfo* info = header->Find(e.name);
       if (info == nullptr) return Mismatch(file.path, e.name, "not in the output");
       if (!info->torch_dtype) return Mismatch(file.path, e.name, "a dtype torch has no name for");
-      Found f{*info->torch_dtype, {}, info->byte_size()};
-      for (uint64_t d : info->shape) f.shape.push_back(static_cast<int64_t>(d));
+      Found f{*info->torch_dtype, info->torch_shape, info->byte_size()};
       auto digest = [&]() {
         return HashRange(src, info->data_offset, info->byte_size(), buffer_, hasher_, progress_);
       };

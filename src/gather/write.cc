@@ -86,7 +86,9 @@ Result<SafetensorsFilePlan> PlanSafetensorsFile(const GatherPlan& plan, const Me
     safetensors::TensorSpec spec;
     spec.name = e.name;
     spec.dtype = *dtype;
-    for (int64_t d : t.shape) spec.shape.push_back(static_cast<uint64_t>(d));
+    std::optional<std::vector<uint64_t>> shape = safetensors::ShapeFromTorch(*dtype, t.shape);
+    if (!shape) return Status::Unsupported(e.name + ": " + safetensors::NoShapeReason(*dtype, t.shape));
+    spec.shape = std::move(*shape);
     spec.byte_size = OutputBytes(t);
     specs.push_back(std::move(spec));
     spec_tensor.push_back(e.tensor);

@@ -50,7 +50,22 @@ Result<std::map<std::string, std::string>> TiedNames(const safetensors::File& fi
 
 }  // namespace
 
-Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph) {
+std::string NoTorchView(const safetensors::TensorInfo& info) {
+  const std::string code(safetensors::DtypeCode(info.dtype));
+  if (!safetensors::ToTorch(info.dtype)) return "dtype " + code + " has no torch dtype";
+  if (info.dtype == safetensors::Dtype::F4) {
+    std::vector<int64_t> shape(info.shape.begin(), info.shape.end());
+    return "F4 tensor of shape " + torch::ShapeText(shape) +
+           " has no torch shape: torch's float4_e2m1fn_x2 holds two F4 values per element, so the last "
+           "dimension must be even";
+  }
+  for (uint64_t d : info.shape)
+    if (!std::in_range<int64_t>(d)) return "dimension " + std::to_string(d) + " is past 2^63 - 1";
+  return "no torch shape";
+}
+
+Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph,
+                                                TorchlessTensors mode, std::vector<TorchlessTensor>* torchless) {
   torch::Checkpoint ckpt;
   ckpt.format = torch::Format::kTorchZip;
   std::map<std::string, uint32_t> by_name;  // stored tensors
@@ -63,21 +78,16 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
   std::map<uint32_t, size_t> first_entry;  // stored tensor -> the entry that holds its storage
   for (const auto& [name, index] : names) {
     const safetensors::TensorInfo& info = file.tensors[index];
-    if (!info.torch_dtype)
-      return Status::Unsupported("dtype " + std::string(safetensors::DtypeCode(info.dtype)) + " has no torch dtype")
-          .WithRecord(info.name)
-          .WithOffset(info.header_offset);
+    const bool as_bytes = !info.torch_dtype && mode == TorchlessTensors::kAsBytes &&
+                          std::in_range<int64_t>(info.byte_size());
+    if (!info.torch_dtype && !as_bytes)
+      return Status::Unsupported(NoTorchView(info)).WithRecord(info.name).WithOffset(info.header_offset);
     torch::Tensor t;
     t.name = name;
     t.path.push_back({torch::PathElem::Type::kStrKey, name, 0});
-    t.dtype = *info.torch_dtype;
-    for (uint64_t d : info.shape) {
-      if (!std::in_range<int64_t>(d))
-        return Status::Unsupported("dimension " + std::to_string(d) + " is past 2^63 - 1")
-            .WithRecord(info.name)
-            .WithOffset(info.header_offset);
-      t.shape.push_back(static_cast<int64_t>(d));
-    }
+    t.dtype = as_bytes ? torch::DType::kUInt8 : *info.torch_dtype;
+    t.shape = as_bytes ? std::vector<int64_t>{static_cast<int64_t>(info.byte_size())} : info.torch_shape;
+    if (as_bytes && torchless) torchless->push_back({name, info.dtype, info.shape});
     t.stride = torch::ContiguousStrides(t.shape);
     auto [holder, fresh] = first_entry.emplace(index, entries.size());
     if (fresh) {
@@ -97,13 +107,6 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
     ckpt.tensors.push_back(std::move(t));
   }
   if (graph == SafetensorsGraph::kSkip) return ckpt;
-  for (const safetensors::TensorInfo& info : file.tensors)
-    if (torch::Info(*info.torch_dtype).storage_class.empty())
-      return Status::Unsupported(std::string(torch::Info(*info.torch_dtype).name) +
-                                 " tensors are written by torch.save without a typed storage class, which "
-                                 "torch 1.13 has not; only other dtypes convert to torch")
-          .WithRecord(info.name)
-          .WithOffset(info.header_offset);
   ZF_ASSIGN_OR_RETURN(torch::StateDictGraph built, torch::BuildStateDict(entries));
   ckpt.graph = std::move(built.graph);
   ckpt.root = built.root;
@@ -118,12 +121,12 @@ Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, S
 }
 
 Result<CheckpointFile> ReadCheckpointFile(const RandomSource& src, const torch::ReadOptions& options,
-                                          SafetensorsGraph graph) {
+                                          SafetensorsGraph graph, TorchlessTensors torchless) {
   CheckpointFile out;
   ZF_ASSIGN_OR_RETURN(out.format, model::SniffFormat(src));
   if (out.format == model::FileFormat::kSafetensors) {
     ZF_ASSIGN_OR_RETURN(safetensors::File file, safetensors::ReadHeader(src));
-    ZF_ASSIGN_OR_RETURN(out.ckpt, SafetensorsCheckpoint(file, graph));
+    ZF_ASSIGN_OR_RETURN(out.ckpt, SafetensorsCheckpoint(file, graph, torchless, &out.torchless));
     out.metadata = std::move(file.metadata);
     return out;
   }

@@ -36,30 +36,53 @@ constexpr const char* kTiedMetadataKey = "zerofold.tied";
 
 // Whether the pickle graph is built for a safetensors file. Writers of
 // torch output and of re-selected trees need it; a reader of tensor bytes
-// (diff) does not, and then takes tensors of every dtype torch has, also
-// those torch 1.13 has no storage class for (uint16/32/64, float8).
+// (diff) does not. Dtypes torch 1.13 has no storage class for (uint16/32/64,
+// float8, float4_e2m1fn_x2) are written as torch >= 2.1 writes them
+// (torch/state_dict.h).
 enum class SafetensorsGraph : bool { kSkip, kBuild };
+
+// What becomes of a safetensors tensor torch has no reading of (F6_*, F4 of
+// rank 0 or odd last dimension): refused, or, for readers that only move or
+// compare its bytes (safetensors output, diff), read as a uint8 tensor of
+// shape [its bytes], its safetensors dtype and shape kept beside the model.
+enum class TorchlessTensors : bool { kRefuse, kAsBytes };
+
+struct TorchlessTensor {
+  std::string name;
+  safetensors::Dtype dtype = safetensors::Dtype::U8;
+  std::vector<uint64_t> shape;
+};
 
 struct CheckpointFile {
   model::FileFormat format = model::FileFormat::kTorchZip;
   torch::Checkpoint ckpt;
+  // With TorchlessTensors::kAsBytes: the tensors read as bytes, by name.
+  std::vector<TorchlessTensor> torchless;
   // safetensors: the header's __metadata__, in header order; else empty.
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // The model of a safetensors file whose header is `file`, as above.
-// Errors (record: the tensor's name): kUnsupported for a dtype torch has
-// none for (F4, F6_*), a dimension past 2^63 - 1, and with kBuild a dtype
-// torch 1.13 writes without a typed storage class; kCorrupt (record
+// Errors (record: the tensor's name): kUnsupported, with kRefuse, for a
+// dtype torch has none for (F6_*) or an F4 tensor torch has no shape for
+// (rank 0, odd last dimension); a dimension past 2^63 - 1; kCorrupt (record
 // "__metadata__") for a kTiedMetadataKey entry that is no JSON object of
 // names, names a kept tensor the file lacks, or drops one it holds.
-Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph);
+// `torchless` receives the tensors read as bytes (kAsBytes).
+Result<torch::Checkpoint> SafetensorsCheckpoint(const safetensors::File& file, SafetensorsGraph graph,
+                                                TorchlessTensors mode = TorchlessTensors::kRefuse,
+                                                std::vector<TorchlessTensor>* torchless = nullptr);
+
+// Why torch has no reading of a safetensors tensor, for a one-line refusal:
+// "dtype F6_E2M3 has no torch dtype", ...
+std::string NoTorchView(const safetensors::TensorInfo& info);
 
 // Reads `src` as the format its first bytes say (model::SniffFormat).
 // Errors as torch::ReadCheckpoint's, safetensors::ReadHeader's and
 // SafetensorsCheckpoint's; the caller adds the path.
 Result<CheckpointFile> ReadCheckpointFile(const RandomSource& src, const torch::ReadOptions& options,
-                                          SafetensorsGraph graph);
+                                          SafetensorsGraph graph,
+                                          TorchlessTensors torchless = TorchlessTensors::kRefuse);
 
 }  // namespace zerofold::model
 

@@ -26,6 +26,7 @@ Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path) {
   out.unsafe_globals = ckpt.unsafe_globals;
   out.zip_records = ckpt.zip_records;
   out.deflated_records = ckpt.deflated_records;
+  out.big_endian = ckpt.big_endian;
 
   struct Extent {
     torch::ByteRange range;
@@ -122,11 +123,13 @@ Listing ListSafetensors(const safetensors::File& file, const std::string& path) 
     std::optional<torch::DType> td = t.torch_dtype;
     info.dtype = td ? std::string(torch::Info(*td).name) : std::string(safetensors::DtypeCode(t.dtype));
     int64_t stride = 1;
-    info.shape.assign(t.shape.begin(), t.shape.end());
-    info.stride.assign(t.shape.size(), 0);
-    for (size_t d = t.shape.size(); d-- > 0;) {
+    // torch's reading where it has one (F4 as float4_e2m1fn_x2 pairs), else the header's.
+    if (td) info.shape = t.torch_shape;
+    else info.shape.assign(t.shape.begin(), t.shape.end());
+    info.stride.assign(info.shape.size(), 0);
+    for (size_t d = info.shape.size(); d-- > 0;) {
       info.stride[d] = stride;
-      stride *= static_cast<int64_t>(t.shape[d]);
+      stride *= static_cast<int64_t>(info.shape[d]);
     }
     info.storage = t.name;
     info.offset = 0;

@@ -57,6 +57,9 @@ struct Listing {
   // zip: records in the archive, and how many are deflated.
   uint64_t zip_records = 0;
   uint64_t deflated_records = 0;
+  // zip: the byteorder record says big (storages are read byte-swapped, as
+  // torch 2.x loads them: torch/storage_source.h).
+  bool big_endian = false;
   // Groups of tensor names that share bytes (tied weights, views of views).
   std::vector<std::vector<std::string>> tied;
 };

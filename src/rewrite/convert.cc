@@ -11,16 +11,17 @@
 
 namespace zerofold::rewrite {
 
-Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many) {
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many,
+                        model::TorchlessTensors torchless) {
   Input in;
   in.path = path;
   ZF_ASSIGN_OR_RETURN(in.src, env->OpenRandom(path));
-  Result<model::CheckpointFile> read = model::ReadCheckpointFile(*in.src, options.read, model::SafetensorsGraph::kBuild);
+  Result<model::CheckpointFile> read =
+      model::ReadCheckpointFile(*in.src, options.read, model::SafetensorsGraph::kBuild, torchless);
   if (!read.ok()) return Status(read.status()).WithPath(path);
   in.ckpt = std::move(read->ckpt);
   in.metadata = std::move(read->metadata);
-  if (in.ckpt.big_endian)
-    return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten").WithPath(path);
+  in.torchless = std::move(read->torchless);
   if (Status s = model::SelectTensors(in.ckpt, options.select, options.only, options.read, one_of_many); !s.ok()) return s.WithPath(path);
   return in;
 }

@@ -16,6 +16,7 @@
 
 #include "io/read_plan.h"
 #include "io/zstd_stream.h"
+#include "model/checkpoint_file.h"
 #include "output/file_set.h"
 #include "output/parts.h"
 #include "output/sharding.h"
@@ -106,14 +107,19 @@ struct Input {
   torch::Checkpoint ckpt;
   // safetensors input: its __metadata__ (header order); else empty.
   std::vector<std::pair<std::string, std::string>> metadata;
+  // safetensors input read with TorchlessTensors::kAsBytes: the tensors
+  // torch has no reading of (F6_*, ...), by name; else empty.
+  std::vector<model::TorchlessTensor> torchless;
 };
 
 // Opens and reads `path`, a torch or safetensors file
 // (model/checkpoint_file.h), then applies options.select and options.only
 // (model/select.h SelectTensors; `one_of_many`: a file of a folder, which
-// may hold no tensor --only names). kUnsupported for big-endian data.
-// Errors carry the path.
-Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many = false);
+// may hold no tensor --only names). `torchless`: whether safetensors
+// tensors torch cannot hold are refused (torch output) or read as bytes
+// (safetensors output). Errors carry the path.
+Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many = false,
+                        model::TorchlessTensors torchless = model::TorchlessTensors::kRefuse);
 
 }  // namespace zerofold::rewrite
 

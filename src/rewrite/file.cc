@@ -13,6 +13,7 @@
 #include "rewrite/prepare.h"
 #include "torch/archive_writer.h"
 #include "torch/storage_source.h"
+#include "torch/storage_source.h"
 #include "verify/verify.h"
 #include "zip/entry_source.h"
 
@@ -43,6 +44,9 @@ struct ShrinkState {
   torch::ArchiveContents contents;
   verify::VerifyOptions verify;
   size_t buffer_bytes = 0;
+  // A plain shrink copies a big-endian archive's bytes and byteorder record
+  // as they are; anything else writes what torch loads, recorded "little".
+  torch::StorageSources::Bytes bytes = torch::StorageSources::Bytes::kAsTorchLoads;
 };
 
 // The copy of the input's bytes, unchanged: a deflated storage record is
@@ -103,6 +107,11 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
     std::string rel = e.name.substr(ckpt.top_folder.empty() ? 0 : ckpt.top_folder.size() + 1);
     state->extras.push_back({rel, std::move(*bytes)});
   }
+  if (IsPlainShrink(options)) {
+    state->bytes = torch::StorageSources::Bytes::kAsStored;
+  } else {
+    torch::RecordLittleEndian(state->extras);
+  }
   torch::ArchiveContents& contents = state->contents;
   contents.top_folder = state->prepared.top_folder;
   contents.data_pkl = state->prepared.data_pkl;
@@ -153,7 +162,7 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
   file.write = [state, shared_report = planned.report](Sink& sink, const output::WroteBytes& wrote) -> Status {
     CastCopier copier(std::max<size_t>(state->buffer_bytes, 4096));
     ZF_TRY(WriteShrunkArchive(*state->src, state->ckpt.storages, state->prepared.plan, state->prepared.casts,
-                              state->contents, copier, sink, wrote));
+                              state->contents, copier, sink, wrote, state->bytes));
     shared_report->output_file_bytes = sink.position();
     return Status::OK();
   };

@@ -43,8 +43,6 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
                             Join(ckpt.unsafe_globals, ", ") + " (--keep-unsafe carries them through unexecuted)");
     report.unsafe_globals = ckpt.unsafe_globals;
   }
-  if (ckpt.big_endian)
-    return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten");
   if (ckpt.format == torch::Format::kTorchLegacy) {
     // Legacy pids have six items and zip archives need five; only tensor
     // pids are rebuilt, so a bare storage object cannot be carried over.
@@ -98,8 +96,8 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
 Status WriteShrunkArchive(const RandomSource& src, const std::vector<torch::Storage>& storages,
                           const plan::ShrinkPlan& plan, const std::vector<StorageCast>& casts,
                           const torch::ArchiveContents& contents, CastCopier& copier, Sink& sink,
-                          const std::function<void(uint64_t)>& wrote) {
-  torch::StorageSources sources(src);
+                          const std::function<void(uint64_t)>& wrote, torch::StorageSources::Bytes bytes) {
+  torch::StorageSources sources(src, bytes);
   auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
     const plan::OutputStorage& o = plan.storages[index];
     const torch::Storage& in = storages[o.input_storage];

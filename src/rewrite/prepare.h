@@ -17,6 +17,7 @@
 #include "rewrite/shrink.h"
 #include "torch/archive_writer.h"
 #include "torch/checkpoint.h"
+#include "torch/storage_source.h"
 #include "zerofold/result.h"
 
 namespace zerofold::rewrite {
@@ -39,21 +40,20 @@ bool IsPlainShrink(const ShrinkOptions& options);
 // legacy top folder). Changes ckpt: SelectSubtree (storages renumbered) and
 // the retargeted graph. Errors carry no path (the caller adds it):
 // kUnsafe for unsafe globals without keep_unsafe, kUnsupported for
-// big-endian data, a legacy storage no tensor holds, or a cast the dtype
-// rules refuse; SelectSubtree's, the planner's and the encoder's errors.
+// a legacy storage no tensor holds, or a cast the dtype rules refuse; SelectSubtree's, the planner's and the encoder's errors.
 Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string& input, const std::string& output,
                                      const ShrinkOptions& options);
 
 // Writes `contents` into `sink`: each output storage of `plan` is copied
 // from its input storage (of `storages`, read from `src` through a
-// torch::StorageSources: deflated records inflated and CRC-checked) and cast
-// as `casts` says, reporting the storage bytes emitted through `wrote`. The
+// torch::StorageSources: deflated records inflated and CRC-checked; a
+// big-endian archive's bytes as `bytes` says) and cast as `casts` says, reporting the storage bytes emitted through `wrote`. The
 // one storage copier of ShrinkFile and convert's torch shards. Read errors
 // carry src's name.
 Status WriteShrunkArchive(const RandomSource& src, const std::vector<torch::Storage>& storages,
                           const plan::ShrinkPlan& plan, const std::vector<StorageCast>& casts,
                           const torch::ArchiveContents& contents, CastCopier& copier, Sink& sink,
-                          const std::function<void(uint64_t)>& wrote);
+                          const std::function<void(uint64_t)>& wrote, torch::StorageSources::Bytes bytes);
 
 }  // namespace zerofold::rewrite
 

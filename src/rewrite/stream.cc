@@ -35,8 +35,12 @@ constexpr size_t kKeptTail = 64;
 
 constexpr uint32_t kNotPlanned = UINT32_MAX;
 
+// A big-endian archive passes through a stream only as a plain shrink,
+// which keeps its bytes and byteorder record; anything else reads values
+// (torch/storage_source.h), which only the file form swaps.
 Status BigEndian() {
-  return Status::Unsupported("byteorder record says big-endian; only little-endian data is rewritten");
+  return Status::Unsupported(
+      "byteorder record says big-endian; from a stream only a plain shrink takes it (save it to a file first)");
 }
 
 // Cuts output storages from the input storage records as they stream by.
@@ -130,7 +134,7 @@ class StorageCutter {
   Status MoveTo(uint32_t want) {
     while (true) {
       ZF_ASSIGN_OR_RETURN(std::optional<uint32_t> next, reader_->NextStorage());
-      if (reader_->checkpoint().big_endian) return BigEndian();
+      if (reader_->checkpoint().big_endian && !IsPlainShrink(options_)) return BigEndian();
       if (!next)  // NextStorage checks every storage had its record
         return Status::Internal("storage '" + planned_.storages[want].key + "' was passed without being read");
       const uint32_t p = planned_index_[*next];
@@ -284,7 +288,7 @@ Result<ShrinkReport> Shrink(torch::StreamCheckpointReader& reader, TeeSource& te
   contents.storages = prep.records;
   auto finish_input = [&]() -> Result<std::vector<torch::ExtraRecord>> {
     ZF_TRY(reader.Finish());
-    if (reader.checkpoint().big_endian) return BigEndian();
+    if (reader.checkpoint().big_endian && !IsPlainShrink(options)) return BigEndian();
     report.input_file_bytes = reader.position();
     return Extras(reader);
   };

@@ -31,6 +31,7 @@ struct Item {
   uint32_t tensor = 0;      // index into the input's tensors
   torch::DType out = torch::DType::kUInt8;
   safetensors::Dtype code = safetensors::Dtype::U8;
+  std::vector<uint64_t> shape;  // safetensors::ShapeFromTorch
   uint64_t nbytes = 0;      // bytes in the file
   uint32_t group = 0;       // tie group, numbered across inputs
 };
@@ -106,8 +107,19 @@ Status CollectItems(const std::vector<Input>& inputs, const ConvertOptions& opti
       if (bad.ok() && !code)
         bad = Status::Unsupported(std::string(tensor.quantized ? "quantized " : "") +
                                   std::string(torch::Info(*out).name) + " tensors have no safetensors dtype");
+      std::optional<std::vector<uint64_t>> shape;
+      // A tensor torch has no reading of keeps its own dtype and shape.
+      auto bytes_of = std::find_if(inputs[i].torchless.begin(), inputs[i].torchless.end(),
+                                   [&](const model::TorchlessTensor& x) { return x.name == tensor.name; });
+      if (bad.ok() && bytes_of != inputs[i].torchless.end()) {
+        code = bytes_of->dtype;
+        shape = bytes_of->shape;
+      } else if (bad.ok()) {
+        shape = safetensors::ShapeFromTorch(*code, tensor.shape);
+      }
+      if (bad.ok() && !shape) bad = Status::Unsupported(safetensors::NoShapeReason(*code, tensor.shape));
       if (!bad.ok()) return bad.WithRecord(tensor.name).WithPath(inputs[i].path);
-      items.push_back({i, t, *out, *code, OutputNbytes(tensor, *out), group_base + g});
+      items.push_back({i, t, *out, *code, std::move(*shape), OutputNbytes(tensor, *out), group_base + g});
     }
     group_base += static_cast<uint32_t>(groups->members.size());
   }
@@ -158,7 +170,8 @@ class FileWriter {
   // Compares each tensor of the file `back` with its input's.
   Status Verify(const RandomSource& back, const safetensors::Layout& layout,
                 const std::vector<const Item*>& by_spec, ConvertReport& report) {
-    Result<model::CheckpointFile> written = model::ReadCheckpointFile(back, options_.read, model::SafetensorsGraph::kSkip);
+    Result<model::CheckpointFile> written = model::ReadCheckpointFile(
+        back, options_.read, model::SafetensorsGraph::kSkip, model::TorchlessTensors::kAsBytes);
     if (!written.ok()) return Status(written.status()).WithPath(back.name());
     const std::vector<torch::Tensor>& tensors = written->ckpt.tensors;  // in name order
     if (tensors.size() != layout.tensors.size())
@@ -233,7 +246,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
 
   std::vector<Input> inputs;
   for (const std::string& p : paths) {
-    ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options, folder_input));
+    ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options, folder_input, model::TorchlessTensors::kAsBytes));
     report.inputs.push_back(p);
     report.input_bytes += in.src->size();
     if (!in.ckpt.unsafe_globals.empty())
@@ -290,8 +303,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     for (uint32_t i : plan.shards[k]) {
       const Item& it = items[i];
       const torch::Tensor& t = inputs[it.input].ckpt.tensors[it.tensor];
-      std::vector<uint64_t> shape(t.shape.begin(), t.shape.end());
-      specs.push_back({t.name, it.code, std::move(shape), it.nbytes});
+      specs.push_back({t.name, it.code, it.shape, it.nbytes});
       file.by_spec.push_back(&it);
       in_file.insert(i);
       if (folder && n > 1) weight_map.emplace_back(t.name, name);

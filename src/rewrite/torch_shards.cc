@@ -17,6 +17,7 @@
 #include "rewrite/prepare.h"
 #include "rewrite/shrink.h"
 #include "torch/archive_writer.h"
+#include "torch/storage_source.h"
 #include "torch/retarget.h"
 #include "torch/storage_source.h"
 #include "verify/verify.h"
@@ -41,6 +42,7 @@ Result<std::vector<torch::ExtraRecord>> ExtraRecords(const Input& in) {
     const std::string& top = in.ckpt.top_folder;
     extras.push_back({e.name.substr(top.empty() ? 0 : top.size() + 1), std::move(*bytes)});
   }
+  torch::RecordLittleEndian(extras);  // storages are written as torch loads them
   return extras;
 }
 
@@ -205,7 +207,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
         const ShardArchive& archive = **planned;
         CastCopier copier(std::max<size_t>(options.buffer_bytes, 4096));
         return WriteShrunkArchive(*in.src, shard.storages, archive.plan, archive.casts, archive.contents,
-                                          copier, sink, wrote);
+                                          copier, sink, wrote, torch::StorageSources::Bytes::kAsTorchLoads);
       };
       f.verify = [&, k](const RandomSource& back, const output::WroteBytes&) -> Status {
         torch::Checkpoint expected = ckpt;

@@ -1,6 +1,8 @@
 #include "safetensors/dtype.h"
 
 #include <array>
+#include <cstdint>
+#include <utility>
 
 #include "io/checked_math.h"
 
@@ -20,6 +22,8 @@ constexpr std::array<DtypeInfo, kDtypeCount> kDtypes = {{
     {Dtype::F8_E5M2, "F8_E5M2", 8},
     {Dtype::F8_E4M3, "F8_E4M3", 8},
     {Dtype::F8_E8M0, "F8_E8M0", 8},
+    {Dtype::F8_E4M3FNUZ, "F8_E4M3FNUZ", 8},
+    {Dtype::F8_E5M2FNUZ, "F8_E5M2FNUZ", 8},
     {Dtype::I16, "I16", 16},
     {Dtype::U16, "U16", 16},
     {Dtype::F16, "F16", 16},
@@ -52,6 +56,43 @@ std::optional<torch::DType> ToTorch(Dtype dtype) {
 
 std::optional<Dtype> FromTorch(torch::DType dtype) {
   return ParseDtype(torch::Info(dtype).safetensors);
+}
+
+std::optional<std::vector<int64_t>> TorchShape(Dtype dtype, std::span<const uint64_t> shape) {
+  if (!ToTorch(dtype)) return std::nullopt;
+  std::vector<int64_t> out;
+  out.reserve(shape.size());
+  for (uint64_t d : shape) {
+    if (!std::in_range<int64_t>(d)) return std::nullopt;
+    out.push_back(static_cast<int64_t>(d));
+  }
+  if (dtype == Dtype::F4) {
+    if (out.empty() || out.back() % 2 != 0) return std::nullopt;
+    out.back() /= 2;
+  }
+  return out;
+}
+
+std::optional<std::vector<uint64_t>> ShapeFromTorch(Dtype dtype, std::span<const int64_t> shape) {
+  std::vector<uint64_t> out;
+  out.reserve(shape.size());
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    out.push_back(static_cast<uint64_t>(d));
+  }
+  if (dtype == Dtype::F4) {
+    if (out.empty() || out.back() > static_cast<uint64_t>(INT64_MAX) / 2) return std::nullopt;
+    out.back() *= 2;
+  }
+  return out;
+}
+
+std::string NoShapeReason(Dtype dtype, std::span<const int64_t> shape) {
+  for (int64_t d : shape)
+    if (d < 0) return "negative dimension " + std::to_string(d);
+  if (dtype == Dtype::F4 && shape.empty())
+    return "a float4_e2m1fn_x2 scalar has no safetensors shape: one byte holds two F4 values";
+  return "a float4_e2m1fn_x2 dimension doubled to count F4 values is past 2^63 - 1";
 }
 
 ByteSize TensorByteSize(Dtype dtype, std::span<const uint64_t> shape) {

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "torch/dtype.h"
 
@@ -21,7 +23,7 @@ namespace zerofold::safetensors {
 // Names are the format's codes, as pickle opcodes keep pickletools names.
 enum class Dtype : uint8_t {
   BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0,
-  I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64,
+  F8_E4M3FNUZ, F8_E5M2FNUZ, I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64,
 };
 constexpr size_t kDtypeCount = static_cast<size_t>(Dtype::U64) + 1;
 
@@ -36,14 +38,33 @@ inline std::string_view DtypeCode(Dtype dtype) { return Info(dtype).code; }
 // From the JSON code; case-sensitive, as serde matches variant names.
 std::optional<Dtype> ParseDtype(std::string_view code);
 
-// The torch dtype with the same element layout, from torch's dtype table
-// (torch::FromSafetensors), or nullopt where torch has none: F4 (torch's
-// float4_e2m1fn_x2 counts packed pairs), F6_E2M3, F6_E3M2. F8_E4M3 is
-// float8_e4m3fn, F8_E5M2 float8_e5m2, F8_E8M0 float8_e8m0fnu, C64 complex64.
+// The torch dtype safetensors' own torch binding gives a code
+// (bindings/python/src/lib.rs get_pydtype, parse_dtype_str), from torch's
+// dtype table (torch::FromSafetensors), or nullopt where torch has none:
+// F6_E2M3, F6_E3M2. F8_E4M3 is float8_e4m3fn, F8_E5M2 float8_e5m2,
+// F8_E4M3FNUZ/F8_E5M2FNUZ float8_e4m3fnuz/float8_e5m2fnuz, F8_E8M0
+// float8_e8m0fnu, C64 complex64, and F4 float4_e2m1fn_x2, whose elements
+// are bytes holding two F4 values: see TorchShape.
 std::optional<torch::DType> ToTorch(Dtype dtype);
-// The safetensors dtype for a torch dtype, or nullopt (complex128, the fnuz
-// float8 variants, quantized and bits types, ...).
+// The safetensors dtype for a torch dtype, or nullopt (complex32/128,
+// quantized and bits types).
 std::optional<Dtype> FromTorch(torch::DType dtype);
+
+// The shape torch gives a tensor of `dtype` and safetensors shape `shape`:
+// the same, except F4, whose last dimension counts 4-bit values where
+// float4_e2m1fn_x2 counts bytes: halved (lib.rs torch_storage_shape).
+// nullopt where torch has no dtype, for F4 of rank 0 or with an odd last
+// dimension (lib.rs: "f4_x2 dtype requires the last dim be divisible by 2
+// in torch"), and for a dimension past 2^63 - 1.
+std::optional<std::vector<int64_t>> TorchShape(Dtype dtype, std::span<const uint64_t> shape);
+// The safetensors shape of a torch tensor whose dtype FromTorch maps to
+// `dtype`: the same, except F4's last dimension, doubled (lib.rs TensorSpec
+// "transparently doubles the last dimension"). nullopt for F4 of rank 0
+// (one byte holds two values: no safetensors shape says so), a doubled
+// dimension past 2^63 - 1, or a negative dimension.
+std::optional<std::vector<uint64_t>> ShapeFromTorch(Dtype dtype, std::span<const int64_t> shape);
+// Why ShapeFromTorch gave nullopt, for a message.
+std::string NoShapeReason(Dtype dtype, std::span<const int64_t> shape);
 
 // The byte size of a tensor, computed as the reference's Metadata::validate
 // does: elements = product of shape (1 for []), bits = elements x bitsize,

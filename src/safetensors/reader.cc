@@ -124,7 +124,6 @@ Status ParseDtypeField(const std::string& name, const json::Value& v, TensorInfo
                            v.offset());
   }
   t->dtype = *dtype;
-  t->torch_dtype = ToTorch(*dtype);
   return Status::OK();
 }
 
@@ -167,6 +166,10 @@ Status ParseTensorEntry(const json::Member& m, TensorInfo* t, FieldOffsets* at) 
   }
   ZF_TRY(ParseDtypeField(m.key, *dtype, t));
   ZF_TRY(ParseShape(m.key, *shape, &t->shape));
+  if (std::optional<std::vector<int64_t>> torch_shape = TorchShape(t->dtype, t->shape)) {
+    t->torch_dtype = ToTorch(t->dtype);
+    t->torch_shape = std::move(*torch_shape);
+  }
   ZF_TRY(ParseDataOffsets(m.key, *offsets, t));
   at->shape = shape->offset();
   at->data_offsets = offsets->offset();

@@ -64,8 +64,12 @@ struct ReadOptions {
 struct TensorInfo {
   std::string name;
   Dtype dtype = Dtype::BOOL;
-  // The matching torch dtype (ToTorch); nullopt for F4, F6_E2M3, F6_E3M2.
+  // The matching torch dtype (ToTorch) and the shape torch gives the
+  // tensor (TorchShape: F4's last dimension halved); torch_dtype is nullopt
+  // where torch has no dtype (F6_E2M3, F6_E3M2) or no shape (F4 of rank 0
+  // or with an odd last dimension; a dimension past 2^63 - 1).
   std::optional<torch::DType> torch_dtype;
+  std::vector<int64_t> torch_shape;
   std::vector<uint64_t> shape;  // [] is a scalar
   uint64_t begin = 0;           // data_offsets, relative to the byte buffer
   uint64_t end = 0;

@@ -4,8 +4,9 @@
 //
 // Layout, byte for byte as the reference writes it:
 //   - tensors sorted by dtype, descending in the reference's Dtype order
-//     (U64, I64, F64, C64, F32, U32, I32, BF16, F16, U16, I16, F8_E8M0,
-//     F8_E4M3, F8_E5M2, I8, U8, F6_E3M2, F6_E2M3, F4, BOOL), then by name
+//     (U64, I64, F64, C64, F32, U32, I32, BF16, F16, U16, I16, F8_E5M2FNUZ,
+//     F8_E4M3FNUZ, F8_E8M0, F8_E4M3, F8_E5M2, I8, U8, F6_E3M2, F6_E2M3, F4,
+//     BOOL), then by name
 //     (bytewise), each placed right after the previous one;
 //   - the header is compact JSON (serde_json::to_string): "__metadata__"
 //     first when given, then the tensors in that order, each as

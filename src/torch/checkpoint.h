@@ -69,6 +69,9 @@ struct Storage {
   uint64_t compressed_size = 0;
   uint32_t crc32 = 0;
   pickle::NodeId pid_node = pickle::kNoNode;  // the first persistent-id tuple naming it
+  // Runs of bytes torch reverses when it loads the storage (torch/storage_source.h):
+  // 1 unless the archive's byteorder record says big.
+  uint32_t swap_unit = 1;
 };
 
 // One step of a tensor's path from the root: a dict key (str or int), a

@@ -6,9 +6,10 @@ namespace zerofold::torch {
 namespace {
 
 // Rows in enum order (checked by a test). Storage classes: torch/storage.py
-// _dtype_to_storage_type_map. Safetensors codes: the safetensors Dtype enum;
-// float4_e2m1fn_x2 has none because safetensors' F4 counts 4-bit elements
-// where torch counts packed pairs.
+// _dtype_to_storage_type_map. Safetensors codes: the safetensors Dtype enum
+// as its torch binding maps them (bindings/python/src/lib.rs get_pydtype);
+// float4_e2m1fn_x2 is F4 with the last dimension counted in 4-bit values
+// (safetensors/dtype.h TorchShape).
 constexpr std::array kTable = {
     //       dtype                   name                 size class                    st         float  cplx   quant
     DTypeInfo{DType::kFloat64,        "float64",           8, "DoubleStorage",        "F64",     true,  false, false},
@@ -17,8 +18,8 @@ constexpr std::array kTable = {
     DTypeInfo{DType::kBFloat16,       "bfloat16",          2, "BFloat16Storage",      "BF16",    true,  false, false},
     DTypeInfo{DType::kFloat8E4M3FN,   "float8_e4m3fn",     1, "",                     "F8_E4M3", true,  false, false},
     DTypeInfo{DType::kFloat8E5M2,     "float8_e5m2",       1, "",                     "F8_E5M2", true,  false, false},
-    DTypeInfo{DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz",   1, "",                     "",        true,  false, false},
-    DTypeInfo{DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz",   1, "",                     "",        true,  false, false},
+    DTypeInfo{DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz",   1, "",                     "F8_E4M3FNUZ", true,  false, false},
+    DTypeInfo{DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz",   1, "",                     "F8_E5M2FNUZ", true,  false, false},
     DTypeInfo{DType::kInt64,          "int64",             8, "LongStorage",          "I64",     false, false, false},
     DTypeInfo{DType::kInt32,          "int32",             4, "IntStorage",           "I32",     false, false, false},
     DTypeInfo{DType::kInt16,          "int16",             2, "ShortStorage",         "I16",     false, false, false},
@@ -37,7 +38,7 @@ constexpr std::array kTable = {
     DTypeInfo{DType::kQUInt2x4,       "quint2x4",          1, "QUInt2x4Storage",      "",        false, false, true},
     DTypeInfo{DType::kComplex32,      "complex32",         4, "",                     "",        false, true,  false},
     DTypeInfo{DType::kFloat8E8M0FNU,  "float8_e8m0fnu",    1, "",                     "F8_E8M0", true,  false, false},
-    DTypeInfo{DType::kFloat4E2M1FNx2, "float4_e2m1fn_x2",  1, "",                     "",        true,  false, false},
+    DTypeInfo{DType::kFloat4E2M1FNx2, "float4_e2m1fn_x2",  1, "",                     "F4",      true,  false, false},
     DTypeInfo{DType::kBits8,          "bits8",             1, "",                     "",        false, false, false},
     DTypeInfo{DType::kBits16,         "bits16",            2, "",                     "",        false, false, false},
     DTypeInfo{DType::kBits1x8,        "bits1x8",           1, "",                     "",        false, false, false},

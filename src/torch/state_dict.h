@@ -3,6 +3,12 @@
 //   OrderedDict() with SETITEMS name -> _rebuild_tensor_v2(
 //       pid ('storage', torch.<Dtype>Storage, key, 'cpu', numel),
 //       0, size, stride, False, OrderedDict())
+// and, for a dtype without a legacy storage class (uint16/32/64, float8,
+// float4_e2m1fn_x2, complex32, bits: torch.storage._new_dtypes()), as torch
+// >= 2.1 writes it (torch 2.6 _tensor.py _reduce_ex_internal; torch 1.13
+// cannot load it):
+//   _rebuild_tensor_v3(pid ('storage', torch.storage.UntypedStorage, key,
+//       'cpu', nbytes), 0, size, stride, False, OrderedDict(), torch.<dtype>)
 // One storage per data-holding tensor, keyed "0", "1", ... in order of first
 // reference (torch.save's id_map); a tensor that shares another's data
 // (a tie, as model.state_dict() gives for tied weights) is a second rebuild
@@ -59,8 +65,7 @@ struct StateDictGraph {
 
 // Errors of both: kInvalidArgument for an entry whose `data` is not itself
 // or an earlier data-holding entry of the same dtype and shape, or a
-// negative size; kUnsupported for a dtype without a typed storage class
-// (torch.save writes those through _rebuild_tensor_v3, which this does not).
+// negative size; kUnsupported for a quantized dtype.
 Result<StateDictGraph> BuildStateDict(std::span<const StateDictEntry> entries);
 Result<StateDictPickle> EncodeStateDict(std::span<const StateDictEntry> entries);
 

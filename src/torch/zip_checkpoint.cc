@@ -1,5 +1,7 @@
 #include "torch/zip_checkpoint.h"
 
+#include "torch/storage_source.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -179,6 +181,7 @@ Result<Recognized> rec =
     s.compressed_size = e->compressed_size;
     s.crc32 = e->crc32;
   }
+  MarkByteSwaps(ckpt);
   return ckpt;
 }
 

@@ -94,8 +94,6 @@ Result<std::pair<torch::Checkpoint, std::unique_ptr<RandomSource>>> Read(Env* en
   ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));
   Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(*src, options);
   if (!ckpt.ok()) return Status(ckpt.status()).WithPath(path);
-  if (ckpt->big_endian)
-    return Status::Unsupported("byteorder record says big-endian; merge reads little-endian data only").WithPath(path);
   return std::make_pair(std::move(ckpt).value(), std::move(src));
 }
 

@@ -78,8 +78,6 @@ Status LoadUniversalParams(Env* env, const torch::ReadOptions& read, LoadedZero*
     ZF_ASSIGN_OR_RETURN(std::unique_ptr<RandomSource> src, env->OpenRandom(path));
     Result<torch::Checkpoint> ckpt = torch::ReadCheckpoint(*src, read);
     if (!ckpt.ok()) return Status(ckpt.status()).WithPath(path);
-    if (ckpt->big_endian)
-      return Status::Unsupported("byteorder record says big-endian; merge reads little-endian data only").WithPath(path);
     const uint32_t index = static_cast<uint32_t>(out->param_files.size());
     ZF_ASSIGN_OR_RETURN(zero::UniversalParam u, zero::ExtractUniversalParam(*ckpt, path, name, index));
     d.universal_params.push_back(std::move(u));

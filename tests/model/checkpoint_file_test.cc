@@ -65,24 +65,78 @@ TEST_CASE("a safetensors file is the model torch.save writes for load_file's sta
   CHECK(*got == want->data_pkl);
 }
 
-TEST_CASE("safetensors dtypes torch lacks, or torch 1.13 cannot pickle") {
-  // U16: readable (diff), but not as a torch.save model (no typed storage class in torch 1.13).
-  constexpr std::string_view u16 = R"({"x":{"dtype":"U16","shape":[2],"data_offsets":[0,4]}})";
-  io::MemSource src("u.safetensors", File(u16, 4));
-  Result<CheckpointFile> skip = ReadCheckpointFile(src, {}, SafetensorsGraph::kSkip);
-  REQUIRE(skip.ok());
-  CHECK_EQ(skip->ckpt.tensors[0].dtype, DType::kUInt16);
+TEST_CASE("safetensors dtypes torch 1.13 has no storage class for are pickled as torch 2.x pickles them") {
+  // U16 and F8_E4M3: _rebuild_tensor_v3 on a torch.storage.UntypedStorage (torch/state_dict.h).
+  constexpr std::string_view u16 =
+      R"({"x":{"dtype":"U16","shape":[2],"data_offsets":[0,4]},"z":{"dtype":"F8_E4M3","shape":[3],"data_offsets":[4,7]}})";
+  io::MemSource src("u.safetensors", File(u16, 7));
+  for (SafetensorsGraph g : {SafetensorsGraph::kSkip, SafetensorsGraph::kBuild}) {
+    Result<CheckpointFile> read = ReadCheckpointFile(src, {}, g);
+    REQUIRE(read.ok());
+    CHECK_EQ(read->ckpt.tensors[0].dtype, DType::kUInt16);
+    CHECK_EQ(read->ckpt.tensors[1].dtype, DType::kFloat8E4M3FN);
+  }
   Result<CheckpointFile> build = ReadCheckpointFile(src, {}, SafetensorsGraph::kBuild);
-  CHECK_EQ(build.status().code(), Code::kUnsupported);
-  CHECK_EQ(build.status().record(), "x");
-  CHECK_EQ(build.status().offset(), 9u);  // the name's quote in the header
-  // F4 has no torch dtype at all.
-  constexpr std::string_view f4 = R"({"y":{"dtype":"F4","shape":[2],"data_offsets":[0,1]}})";
-  io::MemSource src4("f4.safetensors", File(f4, 1));
-  Result<CheckpointFile> none = ReadCheckpointFile(src4, {}, SafetensorsGraph::kSkip);
+  REQUIRE(build.ok());
+  Result<std::vector<std::byte>> pkl = pickle::Encode(build->ckpt.graph, build->ckpt.root);
+  REQUIRE(pkl.ok());
+  std::string text(reinterpret_cast<const char*>(pkl->data()), pkl->size());
+  CHECK(text.find("torch._utils\n_rebuild_tensor_v3\n") != std::string::npos);
+  CHECK(text.find("torch.storage\nUntypedStorage\n") != std::string::npos);
+  CHECK(text.find("torch\nuint16\n") != std::string::npos);
+  CHECK(text.find("torch\nfloat8_e4m3fn\n") != std::string::npos);
+  CHECK(text.find("_rebuild_tensor_v2") == std::string::npos);
+}
+
+TEST_CASE("safetensors dtypes torch lacks: F6, and F4 without a torch shape") {
+  // F4 is float4_e2m1fn_x2 with the last dimension halved (two values per byte).
+  constexpr std::string_view f4 = R"({"y":{"dtype":"F4","shape":[3,4],"data_offsets":[0,6]}})";
+  io::MemSource src4("f4.safetensors", File(f4, 6));
+  Result<CheckpointFile> f4read = ReadCheckpointFile(src4, {}, SafetensorsGraph::kBuild);
+  REQUIRE(f4read.ok());
+  CHECK_EQ(f4read->ckpt.tensors[0].dtype, DType::kFloat4E2M1FNx2);
+  CHECK_EQ(f4read->ckpt.tensors[0].shape, std::vector<int64_t>{3, 2});
+  CHECK_EQ(f4read->ckpt.tensors[0].nbytes(), 6u);
+  // An odd last dimension has no torch shape.
+  constexpr std::string_view odd = R"({"y":{"dtype":"F4","shape":[2],"data_offsets":[0,1]},"w":{"dtype":"F4","shape":[3,2],"data_offsets":[1,4]}})";
+  io::MemSource srco("odd.safetensors", File(odd, 4));
+  Result<CheckpointFile> none = ReadCheckpointFile(srco, {}, SafetensorsGraph::kSkip);
+  REQUIRE(none.ok());
+  constexpr std::string_view odd2 = R"({"y":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]}})";
+  io::MemSource srco2("odd.safetensors", File(odd2, 3));
+  none = ReadCheckpointFile(srco2, {}, SafetensorsGraph::kSkip);
   CHECK_EQ(none.status().code(), Code::kUnsupported);
   CHECK_EQ(none.status().record(), "y");
-  CHECK_EQ(none.status().message(), "dtype F4 has no torch dtype");
+  CHECK_EQ(none.status().offset(), 9u);  // the name's quote in the header
+  CHECK(none.status().message().find("F4 tensor of shape [2, 3] has no torch shape") == 0);
+  // F6 has no torch dtype at all.
+  constexpr std::string_view f6 = R"({"v":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[0,3]}})";
+  io::MemSource src6("f6.safetensors", File(f6, 3));
+  none = ReadCheckpointFile(src6, {}, SafetensorsGraph::kSkip);
+  CHECK_EQ(none.status().code(), Code::kUnsupported);
+  CHECK_EQ(none.status().record(), "v");
+  CHECK_EQ(none.status().message(), "dtype F6_E2M3 has no torch dtype");
+}
+
+TEST_CASE("safetensors tensors torch cannot hold are read as bytes on request") {
+  constexpr std::string_view f6 =
+      R"({"v":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[0,3]},"w":{"dtype":"F4","shape":[2,3],"data_offsets":[3,6]},"x":{"dtype":"F32","shape":[1],"data_offsets":[6,10]}})";
+  io::MemSource src("f6.safetensors", File(f6, 10));
+  CHECK_EQ(ReadCheckpointFile(src, {}, SafetensorsGraph::kSkip).status().code(), Code::kUnsupported);
+  Result<CheckpointFile> read = ReadCheckpointFile(src, {}, SafetensorsGraph::kBuild, TorchlessTensors::kAsBytes);
+  REQUIRE(read.ok());
+  REQUIRE_EQ(read->ckpt.tensors.size(), 3u);
+  CHECK_EQ(read->ckpt.tensors[0].dtype, DType::kUInt8);
+  CHECK_EQ(read->ckpt.tensors[0].shape, std::vector<int64_t>{3});
+  CHECK_EQ(read->ckpt.tensors[1].shape, std::vector<int64_t>{3});
+  CHECK_EQ(read->ckpt.tensors[2].dtype, DType::kFloat32);
+  REQUIRE_EQ(read->torchless.size(), 2u);
+  CHECK_EQ(read->torchless[0].name, "v");
+  CHECK_EQ(read->torchless[0].dtype, safetensors::Dtype::F6_E2M3);
+  CHECK_EQ(read->torchless[0].shape, std::vector<uint64_t>{4});
+  CHECK_EQ(read->torchless[1].name, "w");
+  CHECK_EQ(read->torchless[1].dtype, safetensors::Dtype::F4);
+  CHECK_EQ(read->torchless[1].shape, std::vector<uint64_t>{2, 3});
 }
 
 }  // namespace

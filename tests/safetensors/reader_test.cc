@@ -121,7 +121,8 @@ TEST_CASE("safetensors maps every dtype code and its size") {
       {"F6_E2M3", Dtype::F6_E2M3, "[4]", 3}, {"F6_E3M2", Dtype::F6_E3M2, "[8]", 6},
       {"U8", Dtype::U8, "[3]", 3},         {"I8", Dtype::I8, "[3]", 3},
       {"F8_E5M2", Dtype::F8_E5M2, "[3]", 3}, {"F8_E4M3", Dtype::F8_E4M3, "[3]", 3},
-      {"F8_E8M0", Dtype::F8_E8M0, "[3]", 3}, {"I16", Dtype::I16, "[3]", 6},
+      {"F8_E8M0", Dtype::F8_E8M0, "[3]", 3}, {"F8_E4M3FNUZ", Dtype::F8_E4M3FNUZ, "[3]", 3},
+      {"F8_E5M2FNUZ", Dtype::F8_E5M2FNUZ, "[3]", 3}, {"I16", Dtype::I16, "[3]", 6},
       {"U16", Dtype::U16, "[3]", 6},       {"F16", Dtype::F16, "[3]", 6},
       {"BF16", Dtype::BF16, "[3]", 6},     {"I32", Dtype::I32, "[3]", 12},
       {"U32", Dtype::U32, "[3]", 12},      {"F32", Dtype::F32, "[3]", 12},
@@ -431,12 +432,15 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
   CHECK_EQ(ToTorch(Dtype::F8_E8M0), torch::DType::kFloat8E8M0FNU);
   CHECK_EQ(ToTorch(Dtype::BOOL), torch::DType::kBool);
   CHECK_EQ(ToTorch(Dtype::U16), torch::DType::kUInt16);
-  CHECK_FALSE(ToTorch(Dtype::F4).has_value());
+  CHECK_EQ(ToTorch(Dtype::F4), torch::DType::kFloat4E2M1FNx2);
+  CHECK_EQ(ToTorch(Dtype::F8_E4M3FNUZ), torch::DType::kFloat8E4M3FNUZ);
+  CHECK_EQ(ToTorch(Dtype::F8_E5M2FNUZ), torch::DType::kFloat8E5M2FNUZ);
   CHECK_FALSE(ToTorch(Dtype::F6_E2M3).has_value());
   CHECK_FALSE(ToTorch(Dtype::F6_E3M2).has_value());
-  CHECK_FALSE(FromTorch(torch::DType::kFloat4E2M1FNx2).has_value());
+  CHECK_EQ(FromTorch(torch::DType::kFloat4E2M1FNx2), Dtype::F4);
   CHECK_FALSE(FromTorch(torch::DType::kComplex128).has_value());
-  CHECK_FALSE(FromTorch(torch::DType::kFloat8E4M3FNUZ).has_value());
+  CHECK_FALSE(FromTorch(torch::DType::kComplex32).has_value());
+  CHECK_EQ(FromTorch(torch::DType::kFloat8E4M3FNUZ), Dtype::F8_E4M3FNUZ);
   for (size_t i = 0; i < kDtypeCount; ++i) {
     Dtype d = static_cast<Dtype>(i);
     INFO(DtypeCode(d));
@@ -444,8 +448,8 @@ TEST_CASE("safetensors dtype table agrees with torch's dtypes") {
     CHECK_EQ(ParseDtype(DtypeCode(d)), d);
     if (std::optional<torch::DType> t = ToTorch(d)) {
       CHECK_EQ(FromTorch(*t), d);
-      // Same element size where both count whole bytes.
-      CHECK_EQ(torch::Info(*t).itemsize * 8, Info(d).bits);
+      // Same element size, except F4: one float4_e2m1fn_x2 byte holds two.
+      CHECK_EQ(torch::Info(*t).itemsize * 8, Info(d).bits * (d == Dtype::F4 ? 2 : 1));
     }
   }
   // Every torch dtype with a safetensors code maps back to it.
@@ -506,6 +510,40 @@ TEST_CASE("safetensors single-byte mutations fail cleanly or stay consistent") {
   }
   // Some mutations keep the file valid (a digit of a name, a space of padding).
   CHECK_GT(parsed, 0u);
+}
+
+TEST_CASE("F4 and float4_e2m1fn_x2 shapes: two values per byte") {
+  const uint64_t f4[] = {3, 4};
+  CHECK_EQ(TorchShape(Dtype::F4, f4), std::vector<int64_t>{3, 2});
+  const uint64_t odd[] = {4, 3};
+  CHECK_FALSE(TorchShape(Dtype::F4, odd).has_value());
+  CHECK_FALSE(TorchShape(Dtype::F4, {}).has_value());
+  CHECK_FALSE(TorchShape(Dtype::F6_E2M3, f4).has_value());
+  CHECK_EQ(TorchShape(Dtype::U16, odd), std::vector<int64_t>{4, 3});
+  const uint64_t huge[] = {uint64_t{1} << 63};
+  CHECK_FALSE(TorchShape(Dtype::U8, huge).has_value());
+  const int64_t x2[] = {3, 2};
+  CHECK_EQ(ShapeFromTorch(Dtype::F4, x2), std::vector<uint64_t>{3, 4});
+  CHECK_EQ(ShapeFromTorch(Dtype::F8_E4M3FNUZ, x2), std::vector<uint64_t>{3, 2});
+  CHECK_FALSE(ShapeFromTorch(Dtype::F4, {}).has_value());
+  CHECK_EQ(NoShapeReason(Dtype::F4, {}), "a float4_e2m1fn_x2 scalar has no safetensors shape: one byte holds two F4 values");
+  const int64_t big[] = {INT64_MAX / 2 + 1};
+  CHECK_FALSE(ShapeFromTorch(Dtype::F4, big).has_value());
+  const int64_t neg[] = {-1};
+  CHECK_FALSE(ShapeFromTorch(Dtype::U8, neg).has_value());
+  // Round trip, and the byte size agrees with the reference's count.
+  std::optional<std::vector<uint64_t>> back = ShapeFromTorch(Dtype::F4, *TorchShape(Dtype::F4, f4));
+  CHECK_EQ(back, std::vector<uint64_t>{3, 4});
+  CHECK_EQ(TensorByteSize(Dtype::F4, *back).bytes, 6u);
+}
+
+TEST_CASE("the dtype codes are the reference's enum, in its order") {
+  // safetensors/src/tensor.rs `pub enum Dtype` at 24b0b28 (2026-05-12).
+  const char* kOrder[] = {"BOOL",   "F4",    "F6_E2M3", "F6_E3M2",     "U8",          "I8",  "F8_E5M2", "F8_E4M3",
+                          "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32",
+                          "U32",    "F32",   "C64",     "F64",         "I64",         "U64"};
+  REQUIRE_EQ(std::size(kOrder), kDtypeCount);
+  for (size_t i = 0; i < kDtypeCount; ++i) CHECK_EQ(DtypeCode(static_cast<Dtype>(i)), kOrder[i]);
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ constexpr Row kRows[] = {
     {DType::kBFloat16, "bfloat16", 2, "BFloat16Storage", "BF16", true, false, false},
     {DType::kFloat8E4M3FN, "float8_e4m3fn", 1, "", "F8_E4M3", true, false, false},
     {DType::kFloat8E5M2, "float8_e5m2", 1, "", "F8_E5M2", true, false, false},
-    {DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz", 1, "", "", true, false, false},
-    {DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz", 1, "", "", true, false, false},
+    {DType::kFloat8E4M3FNUZ, "float8_e4m3fnuz", 1, "", "F8_E4M3FNUZ", true, false, false},
+    {DType::kFloat8E5M2FNUZ, "float8_e5m2fnuz", 1, "", "F8_E5M2FNUZ", true, false, false},
     {DType::kInt64, "int64", 8, "LongStorage", "I64", false, false, false},
     {DType::kInt32, "int32", 4, "IntStorage", "I32", false, false, false},
     {DType::kInt16, "int16", 2, "ShortStorage", "I16", false, false, false},
@@ -59,7 +59,7 @@ constexpr Row kRows[] = {
     {DType::kQUInt2x4, "quint2x4", 1, "QUInt2x4Storage", "", false, false, true},
     {DType::kComplex32, "complex32", 4, "", "", false, true, false},
     {DType::kFloat8E8M0FNU, "float8_e8m0fnu", 1, "", "F8_E8M0", true, false, false},
-    {DType::kFloat4E2M1FNx2, "float4_e2m1fn_x2", 1, "", "", true, false, false},
+    {DType::kFloat4E2M1FNx2, "float4_e2m1fn_x2", 1, "", "F4", true, false, false},
     {DType::kBits8, "bits8", 1, "", "", false, false, false},
     {DType::kBits16, "bits16", 2, "", "", false, false, false},
     {DType::kBits1x8, "bits1x8", 1, "", "", false, false, false},
@@ -108,7 +108,8 @@ TEST_CASE("storage classes: UntypedStorage is no dtype, unknown names fail") {
   CHECK_FALSE(FromStorageClass("TypedStorage").has_value());
   CHECK_FALSE(FromStorageClass("Float8_e4m3fnStorage").has_value());
   CHECK_FALSE(FromSafetensors("").has_value());
-  CHECK_FALSE(FromSafetensors("F4").has_value());
+  CHECK_EQ(FromSafetensors("F4"), DType::kFloat4E2M1FNx2);  // packed pairs: safetensors/dtype.h TorchShape
+  CHECK_FALSE(FromSafetensors("F6_E2M3").has_value());
   CHECK_FALSE(FromSafetensors("f32").has_value());
 }
 

@@ -115,7 +115,7 @@ TEST_CASE("EncodeStateDict refuses entries it cannot write") {
        Code::kInvalidArgument},
       {"negative size", {{"a", DType::kFloat32, {-1}, 0}}, Code::kInvalidArgument},
       {"size overflow", {{"a", DType::kFloat32, {INT64_MAX, 4}, 0}}, Code::kInvalidArgument},
-      {"no typed storage class", {{"a", DType::kUInt16, {2}, 0}}, Code::kUnsupported},
+      {"quantized", {{"a", DType::kQInt8, {2}, 0}}, Code::kUnsupported},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
