@@ -14,6 +14,7 @@
 #include "inspect/inspect.h"
 #include "inspect/json.h"
 #include "model/listing_json.h"
+#include "pickle/safety.h"
 
 namespace zerofold::cli {
 
@@ -103,9 +104,8 @@ void PrintHuman(const model::Listing& l) {
     std::printf("  tied: %s\n", line.c_str());
   }
   if (!l.unsafe_globals.empty()) {
-    std::string line;
-    for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + Shown(l.unsafe_globals[i]);
-    std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
+    std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n",
+                Shown(pickle::DescribeUnsafe(l.unsafe_globals)).c_str());
   }
   if (l.deflated_records > 0)
     std::printf("  deflated: %llu of %llu zip records are compressed (inflated when read; outputs are written stored)\n",
@@ -178,7 +178,7 @@ void PrintMegatron(const megatron::Inspection& i) {
   }
   if (!c.unsafe_globals.empty())
     std::printf("  common.pt names globals torch.load would run (never run here): %s\n",
-                Shown(Joined(c.unsafe_globals)).c_str());
+                Shown(pickle::DescribeUnsafe(c.unsafe_globals)).c_str());
   std::printf("  optimizer          %s, %zu tensors, %s\n", megatron::OptimizerFormName(i.optimizer),
               i.optimizer_tensors, HumanBytes(i.optimizer_bytes).c_str());
   for (const megatron::StackedKey& s : i.stacked) {

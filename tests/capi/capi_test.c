@@ -490,7 +490,7 @@ static void test_errors(void) {
                   "a TorchScript archive (torch.jit.save), not a torch.save checkpoint", 1);
   PATH(unsafe, "%s/bad/unsafe_eval.pt", fixtures);
   check_bad_input(unsafe, ZF_E_UNSAFE, "", ZF_NO_OFFSET,
-                  "pickle references globals that would run code when torch.load reads it: builtins.eval "
+                  "pickle references unsafe globals: builtins.eval (runs code: running or compiling code) "
                   "(--keep-unsafe carries them through unexecuted)", 1);
   PATH(missing, "%s/no_such.pt", tmp);
   check_bad_input(missing, ZF_E_NOT_FOUND, "", ZF_NO_OFFSET, "open: No such file or directory", 3);
