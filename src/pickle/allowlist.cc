@@ -133,7 +133,7 @@ constexpr std::string_view kPlainData[] = {
     // DTensor and its mesh and placements: torch/distributed/tensor/__init__.py
     // registers exactly these with torch.serialization.add_safe_globals, so
     // weights_only loads them once torch.distributed.tensor is imported.
-    "torch.distributed.tensor.DTensor", "torch.distributed.tensor._api.DTensor",
+    "torch.distributed.tensor.DTensor",
     "torch.distributed.device_mesh.DeviceMesh",
     "torch.distributed.tensor._dtensor_spec.DTensorSpec",
     "torch.distributed.tensor._dtensor_spec.TensorMeta",

@@ -63,7 +63,7 @@ constexpr Denied kDenied[] = {
     {"http.server", kFiles}, {"ftplib", kFiles}, {"smtplib", kFiles}, {"telnetlib", kFiles},
     {"requests", kFiles}, {"tempfile", kFiles}, {"glob", kFiles}, {"builtins.open", kFiles},
     {"builtins.file", kFiles}, {"io.open", kFiles}, {"io.FileIO", kFiles}, {"_io.open", kFiles},
-    {"_io.FileIO", kFiles}, {"codecs.open", kFiles}, {"pathlib.Path", kFiles},
+    {"_io.FileIO", kFiles}, {"codecs.open", kFiles},
     {"builtins.getattr", kCallable}, {"builtins.setattr", kCallable},
     {"builtins.delattr", kCallable}, {"builtins.apply", kCallable}, {"builtins.map", kCallable},
     {"builtins.filter", kCallable}, {"builtins.sorted", kCallable}, {"builtins.max", kCallable},
