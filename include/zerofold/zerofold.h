@@ -291,8 +291,11 @@ ZF_EXPORT void zf_shrink_options_set_in_place(zf_shrink_options* options, int on
  * refuses any of them that exists with ZF_E_INVALID_ARGUMENT (path: the
  * file) before reading any tensor byte (README: "OUT: one policy"). */
 ZF_EXPORT void zf_shrink_options_set_force(zf_shrink_options* options, int on) ZF_NOEXCEPT;
-/* Carry pickle globals that would run code through unchanged, never run
- * (--keep-unsafe); without it such inputs fail with ZF_E_UNSAFE. */
+/* An input whose pickle names a global on no allowlist (README: "Unsafe
+ * globals") fails with ZF_E_UNSAFE, for zf_shrink and zf_convert to either
+ * format; with this set (--keep-unsafe) a torch output carries the globals
+ * through unchanged, never run, and a safetensors output is written with
+ * the tensors and plain values only. */
 ZF_EXPORT void zf_shrink_options_set_keep_unsafe(zf_shrink_options* options, int on) ZF_NOEXCEPT;
 /* The output format (--to): nonzero safetensors, 0 torch. Unset (the
  * default): torch for zf_shrink; for zf_convert, OUT's name says
@@ -448,6 +451,10 @@ ZF_EXPORT void zf_merge_options_set_verify(zf_merge_options* options, int on) ZF
 ZF_EXPORT void zf_merge_options_set_force(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* Leave frozen params out (--exclude-frozen). */
 ZF_EXPORT void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) ZF_NOEXCEPT;
+/* Merge a DeepSpeed checkpoint whose rank files' pickles name unsafe
+ * globals (--keep-unsafe): never run, and not carried (merge writes only
+ * tensors); without it such a checkpoint fails with ZF_E_UNSAFE. */
+ZF_EXPORT void zf_merge_options_set_keep_unsafe(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* Output format (--to): nonzero safetensors, 0 torch. Unset (the
  * default): OUT's name says (".safetensors" safetensors), else torch;
  * set against OUT's name it is refused. */

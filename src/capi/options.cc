@@ -210,6 +210,9 @@ void zf_merge_options_set_force(zf_merge_options* options, int on) noexcept {
 void zf_merge_options_set_exclude_frozen(zf_merge_options* options, int on) noexcept {
   if (options) options->merge.exclude_frozen = on != 0;
 }
+void zf_merge_options_set_keep_unsafe(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.keep_unsafe = on != 0;
+}
 void zf_merge_options_set_to_safetensors(zf_merge_options* options, int on) noexcept {
   using zerofold::merge::MergeFormat;
   if (options) options->merge.format = on != 0 ? MergeFormat::kSafetensors : MergeFormat::kTorch;

@@ -14,6 +14,7 @@
 #include "inspect/inspect.h"
 #include "inspect/json.h"
 #include "model/listing_json.h"
+#include "pickle/safety.h"
 
 namespace zerofold::cli {
 
@@ -26,8 +27,9 @@ constexpr const char* kInspectHelp =
     "pickles (or safetensors headers), never the tensor bytes: one line per\n"
     "tensor (name, dtype, shape, stride, storage, offset, bytes), then per file\n"
     "the bytes stored in storages, the bytes their views reference, the bloat\n"
-    "ratio, tied tensors, unsafe globals (globals that would run code if\n"
-    "torch.load unpickled the file; zerofold never runs them), and how many\n"
+    "ratio, tied tensors, unsafe globals (globals on no allowlist: torch.load\n"
+    "would import and call them; each with its reason; zerofold never runs\n"
+    "them), and how many\n"
     "zip records are deflated (compressed; zerofold inflates them as it reads\n"
     "and writes its outputs stored, as torch does).\n"
     "\n"
@@ -104,9 +106,8 @@ void PrintHuman(const model::Listing& l) {
     std::printf("  tied: %s\n", line.c_str());
   }
   if (!l.unsafe_globals.empty()) {
-    std::string line;
-    for (size_t i = 0; i < l.unsafe_globals.size(); ++i) line += (i ? ", " : "") + Shown(l.unsafe_globals[i]);
-    std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n", line.c_str());
+    std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n",
+                Shown(pickle::DescribeUnsafe(l.unsafe_globals)).c_str());
   }
   if (l.deflated_records > 0)
     std::printf("  deflated: %llu of %llu zip records are compressed (inflated when read; outputs are written stored)\n",
@@ -179,7 +180,7 @@ void PrintMegatron(const megatron::Inspection& i) {
   }
   if (!c.unsafe_globals.empty())
     std::printf("  common.pt names globals torch.load would run (never run here): %s\n",
-                Shown(Joined(c.unsafe_globals)).c_str());
+                Shown(pickle::DescribeUnsafe(c.unsafe_globals)).c_str());
   std::printf("  optimizer          %s, %zu tensors, %s\n", megatron::OptimizerFormName(i.optimizer),
               i.optimizer_tensors, HumanBytes(i.optimizer_bytes).c_str());
   for (const megatron::StackedKey& s : i.stacked) {

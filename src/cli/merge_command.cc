@@ -117,6 +117,7 @@ const std::vector<FlagSpec> kMergeFlags = WithProgressFlags(WithLimitFlags({
     {"dry-run", false, "print the plan (names, shapes, source slices) and the files; write nothing"},
     {"verify", false, "read the output back and check every tensor against the partitions (xxh3-128)"},
     {"force", false, "replace existing output files (and an earlier save in a folder OUT)"},
+    {"keep-unsafe", false, "DeepSpeed: merge rank files whose pickles name unsafe globals (never run, not carried) instead of refusing"},
     PartFlagSpec(),
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
@@ -444,6 +445,7 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.exclude_frozen = args.Has("exclude-frozen");
   options.select = args.Value("select");
   options.unstack = args.Has("unstack");
+  options.keep_unsafe = args.Has("keep-unsafe");
   if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError("merge", s.message());
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);

@@ -151,7 +151,7 @@ const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"dry-run", false, "print the plan (bytes before/after, storages split); write nothing"},
     {"force", false, "replace existing output files (and an earlier save in a folder OUT)"},
     {"verify", false, "read the output back before it replaces its target; compare every tensor's xxh3-128 with the input's"},
-    {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run) instead of refusing"},
+    {"keep-unsafe", false, "carry unsafe pickle globals through unchanged (never run; --to safetensors: write the tensors anyway) instead of refusing"},
     {"json", false, "print a JSON summary on stdout"},
     {"quiet", false, "print nothing but errors"},
     {"buffer-size", true, "bytes copied per read (default 4MiB)", "SIZE"},
@@ -224,10 +224,7 @@ void WriteReportJson(json::Writer& w, const rewrite::ShrinkReport& r) {
   w.EndArray();
   w.Key("copied_unchanged");
   w.Bool(r.copied_unchanged);
-  w.Key("unsafe_globals");
-  w.BeginArray();
-  for (const std::string& g : r.unsafe_globals) w.String(g);
-  w.EndArray();
+  model::WriteUnsafeGlobals(w, r.unsafe_globals);
   if (r.verified) WriteVerified(w, r.verified_tensors, r.verified_bytes);
   w.EndObject();
 }

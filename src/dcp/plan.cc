@@ -9,6 +9,7 @@
 #include "io/range_source.h"
 #include "io/zstd_stream.h"
 #include "model/hf_folder.h"
+#include "pickle/safety.h"
 #include "torch/state_dict.h"
 #include "torch/storage_source.h"
 #include "torch/stream_checkpoint.h"
@@ -37,9 +38,7 @@ Result<const torch::Tensor*> ChunkTensor(const torch::Checkpoint& ckpt, const En
     return Status::Corrupt("the chunk's archive holds " + std::to_string(ckpt.tensors.size()) +
                            " tensors, not one");
   if (!ckpt.unsafe_globals.empty()) {
-    std::string names;
-    for (const std::string& g : ckpt.unsafe_globals) names += (names.empty() ? "" : ", ") + g;
-    return Status::Unsafe("the chunk's archive references globals that would run code under torch.load: " + names +
+    return Status::Unsafe("the chunk's archive references unsafe globals: " + pickle::DescribeUnsafe(ckpt.unsafe_globals) +
                           " (not executed)");
   }
   const torch::Tensor& t = ckpt.tensors[0];

@@ -147,10 +147,7 @@ void WriteInspectionJson(json::Writer& w, const Inspection& i) {
   if (i.common.has_args) WritePlain(w, i.common.args);
   else w.Null();
   w.Key("content_metadata"); WritePlain(w, i.common.content_metadata);
-  w.Key("unsafe_globals");
-  w.BeginArray();
-  for (const std::string& g : i.common.unsafe_globals) w.String(g);
-  w.EndArray();
+  model::WriteUnsafeGlobals(w, i.common.unsafe_globals);
   w.EndObject();
   w.Key("optimizer");
   w.BeginObject();

@@ -7,6 +7,7 @@
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "output/folder.h"
+#include "pickle/safety.h"
 #include "zero/merge.h"
 
 namespace zerofold::merge {
@@ -98,6 +99,10 @@ Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, 
   plan_options.only = options.only;
   plan_options.read = options.read;
   ZF_ASSIGN_OR_RETURN(zero::PlannedMerge m, zero::PlanZeroMerge(env, ckpt_dir, plan_options));
+  if (!options.keep_unsafe)
+    for (const auto* files : {&m.loaded.model_files, &m.loaded.optim_files, &m.loaded.param_files})
+      for (const zero::ZeroFile& f : *files)
+        if (!f.unsafe_globals.empty()) return pickle::RefuseUnsafe(f.unsafe_globals, pickle::kKeepDrops).WithPath(f.path);
   report->tag_folder = m.loaded.tag_folder;
   report->tag = m.loaded.tag;
   report->warnings = m.loaded.warnings;

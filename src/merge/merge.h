@@ -60,6 +60,13 @@ struct MergeOptions : OutputOptions {
   std::optional<std::string> select;
   // Megatron only: split stacked layers and experts (--unstack).
   bool unstack = false;
+  // DeepSpeed: merge rank files whose pickles name unsafe globals
+  // (pickle/safety.h; --keep-unsafe), with a warning; without it such a
+  // file is kUnsafe. The globals are never run and never carried (merge
+  // writes only tensors). DCP chunk archives and .metadata with unsafe
+  // globals are refused either way (dcp/plan.cc, dcp/metadata.cc): zerofold
+  // locates their tensors through the pickle's known schema.
+  bool keep_unsafe = false;
 };
 
 enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pickle/safety.h"
+
 namespace zerofold::model {
 
 namespace {
@@ -36,6 +38,20 @@ json::Writer NewJsonWriter() {
   json::WriteOptions options;
   options.escape_invalid_utf8 = true;
   return json::Writer(options);
+}
+
+void WriteUnsafeGlobals(json::Writer& w, const std::vector<std::string>& globals) {
+  w.Key("unsafe_globals");
+  w.BeginArray();
+  for (const std::string& g : globals) w.String(g);
+  w.EndArray();
+  w.Key("unsafe_reasons");
+  w.BeginObject();
+  for (const std::string& g : globals) {
+    w.Key(g);
+    w.String(pickle::UnsafeReason(g));
+  }
+  w.EndObject();
 }
 
 JsonFiles::JsonFiles() : w_(NewJsonWriter()) {
@@ -138,10 +154,7 @@ void JsonFiles::Add(const model::Listing& l) {
     w.EndArray();
   }
   w.EndArray();
-  w.Key("unsafe_globals");
-  w.BeginArray();
-  for (const std::string& g : l.unsafe_globals) w.String(g);
-  w.EndArray();
+  WriteUnsafeGlobals(w, l.unsafe_globals);
   w.Key("deflated_records");
   w.Uint(l.deflated_records);
   w.EndObject();

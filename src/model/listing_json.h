@@ -21,6 +21,12 @@ namespace zerofold::model {
 // always parses and never drops what it reports.
 json::Writer NewJsonWriter();
 
+// The two keys every --json document that lists unsafe globals writes:
+// "unsafe_globals" (["module.name", ...] as the pickle names them, the form
+// consumers have always read) and "unsafe_reasons" ({"module.name": reason},
+// pickle::UnsafeReason: "runs code: <group>" or "not on an allowlist").
+void WriteUnsafeGlobals(json::Writer& w, const std::vector<std::string>& globals);
+
 class JsonFiles {
  public:
   JsonFiles();

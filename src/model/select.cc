@@ -137,7 +137,7 @@ void ForEachReachable(const Graph& g, NodeId root, Fn&& fn) {
 namespace {
 
 // Makes `node` the root of ckpt: its tensors named again from it, the
-// storages and unsafe globals it does not reach dropped.
+// storages it does not reach dropped (unsafe globals stay: select.h).
 Status ReRoot(torch::Checkpoint& ckpt, NodeId node, const torch::ReadOptions& options) {
   const Graph& g = ckpt.graph;
   ZF_ASSIGN_OR_RETURN(torch::Recognized found,
@@ -149,11 +149,6 @@ Status ReRoot(torch::Checkpoint& ckpt, NodeId node, const torch::ReadOptions& op
                             std::to_string(ckpt.storages.size()));
   ckpt.root = node;
   ckpt.tensors = std::move(found.tensors);
-  std::unordered_set<std::string> globals;
-  ForEachReachable(g, node, [&](NodeId n) {
-    if (g.kind(n) == Kind::kGlobal) globals.insert(std::string(g.GlobalModule(n)) + "." + std::string(g.GlobalName(n)));
-  });
-  std::erase_if(ckpt.unsafe_globals, [&](const std::string& name) { return !globals.count(name); });
   return DropUnreachableStorages(ckpt);
 }
 

@@ -31,8 +31,9 @@ Result<std::vector<std::string>> SplitKeyPath(std::string_view keypath);
 
 // Makes the node at `keypath` the root of ckpt: tensors are named again
 // from it (only those under it remain), only the storages it reaches remain
-// (DropUnreachableStorages), and unsafe_globals keeps only the globals
-// reachable from it. A keypath that reaches one tensor makes the root a dict
+// (DropUnreachableStorages). unsafe_globals stays the whole file's: torch.load
+// of the file runs them whatever subtree is kept, so writing commands refuse
+// the file without --keep-unsafe (issue 27). A keypath that reaches one tensor makes the root a dict
 // {KEY: tensor} (KEY the path's last key), so the tensor keeps its name. An
 // empty keypath changes nothing.
 // Errors: kInvalidArgument when a key is missing, naming the level reached and

@@ -233,6 +233,7 @@ class Decoder {
   std::vector<NodeId> getattrs_;  // getattr globals, ascending (ids grow)
   std::unordered_map<NodeId, NodeId> members_;  // Enum member -> its getattr
   std::unordered_set<std::string> unsafe_seen_;
+  int proto_ = 0;  // the last PROTO's protocol
 };
 
 Status Decoder::Truncated(size_t n) const {
@@ -294,7 +295,7 @@ Status Decoder::NewGlobal(std::string_view module, std::string_view name) {
   NodeId id = g_.AddGlobal(module, name);
   if (IsGetattrName(module, name)) {
     getattrs_.push_back(id);
-  } else if (IsUnsafeGlobal(module, name)) {
+  } else if (IsUnsafeGlobal(module, name, proto_)) {
     RecordUnsafe(id);
   }
   return PushNew(id);
@@ -306,7 +307,7 @@ bool Decoder::IsEnumMember(NodeId callable, NodeId args) const {
   std::span<const NodeId> a = g_.Items(args);
   if (a.size() != 2 || g_.kind(a[0]) != Kind::kGlobal || g_.kind(a[1]) != Kind::kStr) return false;
   std::string_view module = g_.GlobalModule(a[0]), name = g_.GlobalName(a[0]);
-  if (IsGetattrName(module, name) || IsUnsafeGlobal(module, name)) return false;
+  if (IsGetattrName(module, name) || IsUnsafeGlobal(module, name, proto_)) return false;
   return IsMemberName(g_.AsStr(a[1]));
 }
 
@@ -514,6 +515,7 @@ Status Decoder::Step(uint8_t byte) {
       if (v > kHighestProtocol)
         return Fail(Code::kUnsupported, "PROTO " + std::to_string(v) + ": protocols above 5 are not supported");
       out_.protocol = std::max(out_.protocol, v);
+      proto_ = v;  // what Python's find_class tests for its name mapping
       return Status::OK();
     }
     case Op::FRAME: {

@@ -1,11 +1,12 @@
 // Pickle decoder, protocols 0-5, into a Graph. Nothing is imported or called.
 //
 // Globals are recorded as symbolic (module, name) nodes, named as written
-// (protocol 2 writes "__builtin__" for builtins). Those that would run code
-// if a real unpickler loaded the file (see safety.h) are listed in
-// Decoded::unsafe_globals; decoding still succeeds, since we never call them.
+// (protocol 2 writes "__builtin__" for builtins). Those not on an allowlist
+// (see safety.h; judged by the name Python imports under the protocol of the
+// last PROTO before them) are listed in Decoded::unsafe_globals, named as
+// written; decoding still succeeds, since we never call them.
 // builtins.getattr is judged by its use: REDUCE(getattr, (G, "name")) with G
-// a safe global and "name" an identifier not starting with "__" is how
+// an allowed global and "name" an identifier not starting with "__" is how
 // Python >= 3.11 pickles an Enum member and is safe; any other use of
 // getattr, or calling or building what such a REDUCE made, is unsafe.
 //

@@ -2,63 +2,79 @@
 
 #include <string>
 
+#include "pickle/allowlist.h"
+#include "pickle/compat_names.h"
+
 namespace zerofold::pickle {
 
 namespace {
 
-// Modules every global of which is unsafe: importing them and calling what
-// they hold runs programs, touches files, processes, the network or the
-// interpreter itself, or loads code. Submodules are included ("os" covers
-// "os.path").
-constexpr std::string_view kUnsafeModules[] = {
-    // processes, the operating system, the interpreter
-    "os", "posix", "nt", "posixpath", "ntpath", "subprocess", "_posixsubprocess", "pty", "sys",
-    "signal", "_thread", "thread", "multiprocessing", "asyncio", "atexit", "commands", "popen2",
-    "_winapi", "msvcrt", "winreg", "_winreg",
-    // running or compiling code
-    "runpy", "code", "codeop", "timeit", "trace", "profile", "cProfile", "pdb", "bdb",
-    "importlib", "imp", "pkgutil", "zipimport", "site", "pydoc", "ctypes", "_ctypes", "cffi",
-    // loaders of nested pickles or serialized code
-    "marshal", "pickle", "_pickle", "cPickle", "pickletools", "shelve", "dill", "cloudpickle",
-    "joblib",
-    // files and the network
-    "shutil", "socket", "_socket", "webbrowser", "urllib.request", "urllib2", "httplib",
-    "http.client", "ftplib", "smtplib", "telnetlib", "requests",
-    // build tools that compile and load code
-    "distutils", "setuptools",
+// The denylist names reasons only: the verdict is the allowlist. Each entry
+// covers itself and every attribute or submodule below it ("os" covers
+// "os.path.join"); names are as Python 3 imports them.
+constexpr std::string_view kProcesses = "processes and the operating system";
+constexpr std::string_view kCode = "running or compiling code";
+constexpr std::string_view kNested = "loads nested pickles or serialized code";
+constexpr std::string_view kFiles = "files and the network";
+constexpr std::string_view kCallable = "calls a callable or attribute the pickle names";
+constexpr std::string_view kTorch = "torch loaders, TorchScript, downloads and compilers";
+
+struct Denied {
+  std::string_view path;
+  std::string_view group;
 };
 
-// Single globals (or attributes below them) that are unsafe in modules whose
-// other names are plain data.
-constexpr std::string_view kUnsafeNames[] = {
-    // builtins (Python 3) and __builtin__ (Python 2, and what protocol <= 2
-    // writes for builtins): code execution, imports, attribute access, files.
-    "builtins.eval", "builtins.exec", "builtins.execfile", "builtins.compile", "builtins.open",
-    "builtins.file", "builtins.__import__", "builtins.getattr", "builtins.setattr",
-    "builtins.delattr", "builtins.globals", "builtins.locals", "builtins.vars", "builtins.input",
-    "builtins.raw_input", "builtins.breakpoint", "builtins.apply", "builtins.reload",
-    "builtins.help", "builtins.exit", "builtins.quit",
-    // operator's callables apply any attribute or method to their argument.
-    "operator.attrgetter", "operator.methodcaller", "_operator.attrgetter", "_operator.methodcaller",
-    // code objects and functions built from pickled bytecode
-    "types.CodeType", "types.FunctionType", "types.LambdaType", "types.new_class",
-    // file openers
-    "io.open", "io.FileIO", "_io.open", "_io.FileIO", "codecs.open",
-    // loaders of nested pickles or code in data libraries
-    "numpy.load", "numpy.lib.npyio.load", "numpy.testing._private.utils.runstring",
-    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "pandas.read_pickle",
-    "pandas.io.pickle.read_pickle", "yaml.load", "yaml.load_all", "yaml.unsafe_load",
-    "yaml.unsafe_load_all", "yaml.full_load", "yaml.full_load_all",
-    // torch: nested checkpoint loaders, TorchScript, code from the hub, C++
-    // extensions, and fx GraphModules (whose reduce functions exec source
-    // text from the pickle).
-    "torch.load", "torch.save", "torch.serialization", "torch.storage._load_from_bytes", "torch.hub",
-    "torch.jit", "torch._C._jit", "torch.utils.cpp_extension", "torch.package",
+constexpr Denied kDenied[] = {
+    {"os", kProcesses}, {"posix", kProcesses}, {"nt", kProcesses}, {"posixpath", kProcesses},
+    {"ntpath", kProcesses}, {"subprocess", kProcesses}, {"_posixsubprocess", kProcesses},
+    {"pty", kProcesses}, {"sys", kProcesses}, {"signal", kProcesses}, {"_thread", kProcesses},
+    {"thread", kProcesses}, {"threading", kProcesses}, {"multiprocessing", kProcesses},
+    {"_multiprocessing", kProcesses}, {"asyncio", kProcesses}, {"atexit", kProcesses},
+    {"commands", kProcesses}, {"popen2", kProcesses}, {"_winapi", kProcesses}, {"msvcrt", kProcesses},
+    {"winreg", kProcesses}, {"_winreg", kProcesses}, {"builtins.exit", kProcesses},
+    {"builtins.quit", kProcesses},
+    // uuid's helper runs a program, pip
+    // installs packages (runs their setup code), torch.utils.collect_env
+    // runs programs to describe the system.
+    {"uuid._get_command_stdout", kProcesses}, {"uuid._popen", kProcesses}, {"pip", kProcesses},
+    {"_pip", kProcesses}, {"torch.utils.collect_env", kProcesses},
+    {"runpy", kCode}, {"code", kCode}, {"codeop", kCode}, {"timeit", kCode}, {"trace", kCode},
+    {"profile", kCode}, {"cProfile", kCode}, {"pdb", kCode}, {"bdb", kCode}, {"importlib", kCode},
+    {"imp", kCode}, {"pkgutil", kCode}, {"zipimport", kCode}, {"site", kCode}, {"pydoc", kCode},
+    {"ctypes", kCode}, {"_ctypes", kCode}, {"cffi", kCode}, {"distutils", kCode},
+    {"setuptools", kCode}, {"builtins.eval", kCode}, {"builtins.exec", kCode},
+    {"builtins.execfile", kCode}, {"builtins.compile", kCode}, {"builtins.__import__", kCode},
+    {"builtins.globals", kCode}, {"builtins.locals", kCode}, {"builtins.vars", kCode},
+    {"builtins.input", kCode}, {"builtins.raw_input", kCode}, {"builtins.breakpoint", kCode},
+    {"builtins.help", kCode}, {"builtins.reload", kCode}, {"types.CodeType", kCode},
+    {"types.FunctionType", kCode}, {"types.LambdaType", kCode}, {"types.new_class", kCode},
+    {"numpy.testing._private.utils.runstring", kCode}, {"numpy.ctypeslib", kCode},
+    {"numpy.f2py", kCode}, {"numpy.distutils", kCode},
+    {"marshal", kNested}, {"pickle", kNested}, {"_pickle", kNested}, {"cPickle", kNested},
+    {"pickletools", kNested}, {"shelve", kNested}, {"dill", kNested}, {"cloudpickle", kNested},
+    {"joblib", kNested}, {"numpy.load", kNested}, {"numpy.lib.npyio.load", kNested},
+    {"pandas.read_pickle", kNested}, {"pandas.io.pickle.read_pickle", kNested},
+    {"yaml.load", kNested}, {"yaml.load_all", kNested}, {"yaml.unsafe_load", kNested},
+    {"yaml.unsafe_load_all", kNested}, {"yaml.full_load", kNested}, {"yaml.full_load_all", kNested},
+    // datapipes' decoder handlers (basichandlers) unpickle their input.
+    {"torch.utils.data.datapipes.utils.decoder", kNested},
+    {"shutil", kFiles}, {"socket", kFiles}, {"_socket", kFiles}, {"webbrowser", kFiles},
+    {"urllib.request", kFiles}, {"urllib2", kFiles}, {"httplib", kFiles}, {"http.client", kFiles},
+    {"http.server", kFiles}, {"ftplib", kFiles}, {"smtplib", kFiles}, {"telnetlib", kFiles},
+    {"requests", kFiles}, {"tempfile", kFiles}, {"glob", kFiles}, {"builtins.open", kFiles},
+    {"builtins.file", kFiles}, {"io.open", kFiles}, {"io.FileIO", kFiles}, {"_io.open", kFiles},
+    {"_io.FileIO", kFiles}, {"codecs.open", kFiles},
+    {"builtins.getattr", kCallable}, {"builtins.setattr", kCallable},
+    {"builtins.delattr", kCallable}, {"builtins.apply", kCallable}, {"builtins.map", kCallable},
+    {"builtins.filter", kCallable}, {"builtins.sorted", kCallable}, {"builtins.max", kCallable},
+    {"builtins.min", kCallable}, {"operator", kCallable}, {"_operator", kCallable},
+    {"functools", kCallable}, {"itertools.starmap", kCallable}, {"copyreg", kCallable},
+    {"torch.load", kTorch}, {"torch.save", kTorch}, {"torch.serialization", kTorch},
+    {"torch.storage._load_from_bytes", kTorch}, {"torch.hub", kTorch}, {"torch.jit", kTorch},
+    {"torch._C._jit", kTorch}, {"torch.utils.cpp_extension", kTorch}, {"torch.package", kTorch},
+    {"torch.utils.model_zoo", kTorch}, {"torch.utils.bottleneck", kTorch},
+    {"torch._dynamo", kTorch}, {"torch._inductor", kTorch}, {"torch.fx.graph_module", kTorch},
 };
-
-// Plain data under an unsafe entry: torch.layout pickles as
-// torch.serialization._get_layout("torch.strided").
-constexpr std::string_view kSafeExceptions[] = {"torch.serialization._get_layout"};
 
 bool Matches(std::string_view path, std::string_view entry) {
   // path is entry itself, or an attribute below it ("torch.hub.load" under
@@ -70,44 +86,61 @@ bool Matches(std::string_view path, std::string_view entry) {
   return next == '.' || (entry == "torch._C._jit" && next == '_');
 }
 
-bool UnsafePath(std::string_view path) {
-  // Python 2's module name for builtins.
-  std::string normalized;
-  if (path.starts_with("__builtin__.")) {
-    normalized = "builtins." + std::string(path.substr(12));
-    path = normalized;
-  }
-  for (std::string_view e : kSafeExceptions)
-    if (path == e) return false;
-  for (std::string_view m : kUnsafeModules)
-    if (Matches(path, m)) return true;
-  for (std::string_view n : kUnsafeNames)
-    if (Matches(path, n)) return true;
-  // Every fx GraphModule reducer (reduce_graph_module,
-  // reduce_package_graph_module, reduce_deploy_graph_module) execs source
-  // text from the pickle.
-  if (path.starts_with("torch.fx.graph_module.reduce_")) return true;
-  return false;
+std::string_view DeniedGroup(std::string_view path) {
+  for (const Denied& d : kDenied)
+    if (Matches(path, d.path)) return d.group;
+  return {};
 }
+
+// The "module.name" Python imports: protocol < 3 renaming applied to the
+// first split of `global` the tables know (their module keys are undotted
+// but for "test.test_support").
+std::string Imported(std::string_view global) {
+  for (size_t dot = global.find('.'); dot != std::string_view::npos; dot = global.find('.', dot + 1)) {
+    ImportedName n = MapPython2Name(global.substr(0, dot), global.substr(dot + 1));
+    if (n.module != global.substr(0, dot) || n.name != global.substr(dot + 1)) return n.module + "." + n.name;
+  }
+  return std::string(global);
+}
+
+bool IsDunder(std::string_view step) { return step.size() > 4 && step.starts_with("__") && step.ends_with("__"); }
 
 }  // namespace
 
-bool IsUnsafeGlobal(std::string_view module, std::string_view name) {
+bool IsUnsafeGlobal(std::string_view module, std::string_view name, int protocol) {
   std::string path;
-  path.reserve(module.size() + 1 + name.size());
-  path.append(module).append(".").append(name);
-  if (UnsafePath(path)) return true;
-  // Protocol 4 resolves a dotted name attribute by attribute, so any step may
-  // reach a module by another name ("torch" + "os.system" is os.system) or a
-  // dunder ("f.__globals__"): check the name from every dot, and refuse
-  // dunder steps (qualified names of classes and functions have none).
-  if (name.find('.') == std::string_view::npos) return false;
-  if (name.starts_with("__") || UnsafePath(name)) return true;
-  for (size_t dot = name.find('.'); dot != std::string_view::npos; dot = name.find('.', dot + 1)) {
-    std::string_view rest = name.substr(dot + 1);
-    if (rest.starts_with("__") || UnsafePath(rest)) return true;
+  if (protocol < 3) {
+    ImportedName n = MapPython2Name(module, name);
+    path = n.module + "." + n.name;
+  } else {
+    path.append(module).append(".").append(name);
   }
-  return false;
+  return module.empty() || name.empty() || !IsAllowedGlobal(path);
+}
+
+std::string UnsafeReason(std::string_view global) {
+  std::string path = Imported(global);
+  std::string_view group = DeniedGroup(path);
+  // A dotted step can reach a denied module through another one
+  // ("torch.os.system"), or an object's internals through a dunder.
+  for (size_t dot = path.find('.'); group.empty() && dot != std::string::npos; dot = path.find('.', dot + 1)) {
+    std::string_view rest = std::string_view(path).substr(dot + 1);
+    group = DeniedGroup(rest);
+    if (group.empty() && IsDunder(rest.substr(0, rest.find('.')))) group = "reaches an object's internals";
+  }
+  std::string reason = group.empty() ? "not on an allowlist" : "runs code: " + std::string(group);
+  if (path != global) reason += " (protocol < 3 imports it as " + path + ")";
+  return reason;
+}
+
+std::string DescribeUnsafe(const std::vector<std::string>& globals) {
+  std::string text;
+  for (const std::string& g : globals) text += (text.empty() ? "" : ", ") + g + " (" + UnsafeReason(g) + ")";
+  return text;
+}
+
+Status RefuseUnsafe(const std::vector<std::string>& globals, std::string_view hint) {
+  return Status::Unsafe("pickle references unsafe globals: " + DescribeUnsafe(globals) + " (" + std::string(hint) + ")");
 }
 
 }  // namespace zerofold::pickle

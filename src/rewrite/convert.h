@@ -48,7 +48,9 @@ struct ConvertOptions {
   // safetensors: write each group of identical aliases once and record the
   // dropped names in __metadata__ (kTiedMetadataKey).
   bool dedupe_tied = false;
-  // torch output: carry unsafe globals through (never run) instead of kUnsafe.
+  // An input whose pickle has unsafe globals (pickle/safety.h) is kUnsafe
+  // unless this is set; then a torch output carries them through (never
+  // run) and a safetensors output holds only the tensors and plain values.
   bool keep_unsafe = false;
   // Plan and report sizes; write nothing.
   bool dry_run = false;

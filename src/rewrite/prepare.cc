@@ -5,6 +5,7 @@
 
 #include "model/select.h"
 #include "pickle/encoder.h"
+#include "pickle/safety.h"
 #include "torch/retarget.h"
 #include "torch/storage_source.h"
 
@@ -39,8 +40,7 @@ Result<PreparedShrink> PrepareShrink(torch::Checkpoint& ckpt, const std::string&
   report.storages_before = ckpt.storages.size();
   if (!ckpt.unsafe_globals.empty()) {
     if (!options.keep_unsafe)
-      return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
-                            Join(ckpt.unsafe_globals, ", ") + " (--keep-unsafe carries them through unexecuted)");
+      return pickle::RefuseUnsafe(ckpt.unsafe_globals, pickle::kKeepCarries);
     report.unsafe_globals = ckpt.unsafe_globals;
   }
   if (ckpt.format == torch::Format::kTorchLegacy) {

@@ -15,6 +15,7 @@
 #include "model/plain_values.h"
 #include "output/file_set.h"
 #include "output/folder.h"
+#include "pickle/safety.h"
 #include "safetensors/writer.h"
 #include "rewrite/cast.h"
 #include "rewrite/shrink.h"
@@ -35,12 +36,6 @@ struct Item {
   uint64_t nbytes = 0;      // bytes in the file
   uint32_t group = 0;       // tie group, numbered across inputs
 };
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-  return out;
-}
 
 bool SameView(const torch::Tensor& a, const torch::Tensor& b) {
   return a.storage == b.storage && a.storage_offset == b.storage_offset && a.shape == b.shape &&
@@ -249,9 +244,13 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
     ZF_ASSIGN_OR_RETURN(Input in, ReadInput(env, p, options, folder_input, model::TorchlessTensors::kAsBytes));
     report.inputs.push_back(p);
     report.input_bytes += in.src->size();
-    if (!in.ckpt.unsafe_globals.empty())
-      report.warnings.emplace_back(p, "pickle references globals that would run code: " +
-                                          Join(in.ckpt.unsafe_globals) + "; only tensors and plain values are written");
+    if (!in.ckpt.unsafe_globals.empty()) {
+      // Refused like every writing command (issue 27): a pipeline keys on
+      // the exit code, not on a warning line.
+      if (!options.keep_unsafe) return pickle::RefuseUnsafe(in.ckpt.unsafe_globals, pickle::kKeepDrops).WithPath(p);
+      report.warnings.emplace_back(p, "pickle references unsafe globals: " + pickle::DescribeUnsafe(in.ckpt.unsafe_globals) +
+                                          "; not executed, only tensors and plain values are written (--keep-unsafe)");
+    }
     inputs.push_back(std::move(in));
   }
   if (folder_input && !options.only.empty() &&

@@ -13,6 +13,7 @@
 #include "model/select.h"
 #include "pickle/encoder.h"
 #include "plan/shrink_plan.h"
+#include "pickle/safety.h"
 #include "rewrite/cast.h"
 #include "rewrite/prepare.h"
 #include "rewrite/shrink.h"
@@ -171,9 +172,7 @@ Result<ConvertReport> ShardTorchFile(Env* env, const std::string& input, const s
       report.warnings.emplace_back(input, "carried unsafe global " + g + " through unexecuted (--keep-unsafe)");
   } else {
     if (!ckpt.unsafe_globals.empty() && !options.keep_unsafe)
-      return Status::Unsafe("pickle references globals that would run code when torch.load reads it: " +
-                            Join(ckpt.unsafe_globals) + " (--keep-unsafe carries them through unexecuted)")
-          .WithPath(input);
+      return pickle::RefuseUnsafe(ckpt.unsafe_globals, pickle::kKeepCarries).WithPath(input);
     report.inputs = {input};
     report.input_bytes = in.src->size();
     for (const std::string& g : ckpt.unsafe_globals)

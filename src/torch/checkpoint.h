@@ -163,6 +163,9 @@ struct Checkpoint {
   pickle::NodeId root = pickle::kNoNode;
   std::vector<Storage> storages; // in order of first reference in the pickle
   std::vector<Tensor> tensors;   // in order of first visit, depth first; one per path
+  // "module.name" of every global on no allowlist (pickle/safety.h), as
+  // the pickle writes it, first seen first; the legacy format's four small
+  // pickles included. pickle::UnsafeReason gives each one's reason.
   std::vector<std::string> unsafe_globals;
   // zip: records other than data.pkl and data/* (version, byteorder,
   // .data/serialization_id, .format_version, .storage_alignment), kept for writers.

@@ -7,6 +7,7 @@
 
 #include "io/checked_math.h"
 #include "io/cursor.h"
+#include "pickle/safety.h"
 #include "torch/format.h"
 #include "torch/tensor_recognizer.h"
 
@@ -33,11 +34,26 @@ Status NotATorchFile(std::string_view why) {
       .WithOffset(0);
 }
 
+// `check`, unless it failed on a pickle that named unsafe globals.
+Status UnsafeFirst(const pickle::Decoded& d, std::string_view record, Status check) {
+  if (check.ok() || d.unsafe_globals.empty() || check.code() == Code::kIO) return check;
+  return Status::Unsafe("the " + std::string(record) + " names unsafe globals torch.load runs before it checks the file: " +
+                        pickle::DescribeUnsafe(d.unsafe_globals))
+      .WithOffset(check.offset())
+      .WithRecord(record);
+}
+
 }  // namespace
+
+void MergeLegacyUnsafe(std::vector<std::string>& into, const pickle::Decoded& small) {
+  for (const std::string& g : small.unsafe_globals)
+    if (std::find(into.begin(), into.end(), g) == into.end()) into.push_back(g);
+}
 
 Result<std::vector<std::string>> LegacyStorageKeys(const pickle::Decoded& keys, uint64_t offset) {
   if (keys.graph.kind(keys.root) != Kind::kList && keys.graph.kind(keys.root) != Kind::kTuple)
-    return Status::Corrupt("storage key list is not a list").WithOffset(offset).WithRecord(kKeysRecord);
+    return UnsafeFirst(keys, kKeysRecord,
+                       Status::Corrupt("storage key list is not a list").WithOffset(offset).WithRecord(kKeysRecord));
   std::vector<std::string> out;
   for (pickle::NodeId k : keys.graph.Items(keys.root)) {
     if (keys.graph.kind(k) == Kind::kStr) {
@@ -45,9 +61,10 @@ Result<std::vector<std::string>> LegacyStorageKeys(const pickle::Decoded& keys, 
     } else if (keys.graph.kind(k) == Kind::kInt) {
       out.push_back(std::to_string(keys.graph.AsInt(k)));
     } else {
-      return Status::Corrupt("storage key list holds a value that is not a str")
-          .WithOffset(offset)
-          .WithRecord(kKeysRecord);
+      return UnsafeFirst(keys, kKeysRecord,
+                         Status::Corrupt("storage key list holds a value that is not a str")
+                             .WithOffset(offset)
+                             .WithRecord(kKeysRecord));
     }
   }
   return out;
@@ -109,7 +126,8 @@ Status CheckLegacyMagic(const Result<pickle::Decoded>& magic) {
     if (magic.status().code() == Code::kIO) return magic.status();
     return NotATorchFile("first pickle: " + magic.status().message());
   }
-  if (!IsMagicNumber(magic->graph, magic->root)) return NotATorchFile("first pickle is not the legacy magic number");
+  if (!IsMagicNumber(magic->graph, magic->root))
+    return UnsafeFirst(*magic, kMagicRecord, NotATorchFile("first pickle is not the legacy magic number"));
   return Status::OK();
 }
 
@@ -117,9 +135,11 @@ Status CheckLegacyProtocol(const pickle::Decoded& protocol, uint64_t offset) {
   const pickle::Graph& g = protocol.graph;
   if (g.kind(protocol.root) == Kind::kInt && g.AsInt(protocol.root) == kLegacyProtocolVersion) return Status::OK();
   std::string got = g.kind(protocol.root) == Kind::kInt ? std::to_string(g.AsInt(protocol.root)) : "not an int";
-  return Status::Corrupt("legacy protocol version is " + got + ", expected " + std::to_string(kLegacyProtocolVersion))
-      .WithOffset(offset)
-      .WithRecord(kProtocolRecord);
+  return UnsafeFirst(protocol, kProtocolRecord,
+                     Status::Corrupt("legacy protocol version is " + got + ", expected " +
+                                     std::to_string(kLegacyProtocolVersion))
+                         .WithOffset(offset)
+                         .WithRecord(kProtocolRecord));
 }
 
 Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptions& options) {
@@ -149,6 +169,7 @@ Result<Checkpoint> ReadLegacyCheckpoint(const RandomSource& src, const ReadOptio
   ckpt.graph = std::move(object.graph);
   ckpt.root = object.root;
   ckpt.unsafe_globals = std::move(object.unsafe_globals);
+  for (const pickle::Decoded* small : {&*magic, &protocol, &sys_info}) MergeLegacyUnsafe(ckpt.unsafe_globals, *small);
 Result<Recognized> rec =
       RecognizeTensors(ckpt.graph, ckpt.root, RecognizeOptionsFor(Format::kTorchLegacy, options));
   if (!rec.ok()) {
@@ -163,6 +184,7 @@ Result<Recognized> rec =
   ZF_ASSIGN_OR_RETURN(pickle::Decoded keys, DecodePickleAt(src, offset, options, kKeysRecord));
   offset += keys.consumed;
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> key_list, LegacyStorageKeys(keys, keys_offset));
+  MergeLegacyUnsafe(ckpt.unsafe_globals, keys);
   std::unordered_map<std::string, uint32_t> by_key;
   for (uint32_t i = 0; i < ckpt.storages.size(); ++i) by_key.emplace(ckpt.storages[i].key, i);
   std::vector<bool> located(ckpt.storages.size(), false);

@@ -48,14 +48,25 @@ Result<pickle::Decoded> DecodePickleAt(const RandomSource& src, uint64_t offset,
 // True for the decoder's error on a pickle cut short (more bytes may finish it).
 bool IsTruncation(const Status& s);
 
+// torch's legacy loader unpickles all five pickles with the full
+// unpickler, each before it checks what it got: every pickle's unsafe
+// globals are the file's (MergeLegacyUnsafe adds those of the four small
+// ones to Checkpoint::unsafe_globals), and a pickle that fails its check
+// after naming unsafe globals is kUnsafe naming its record (torch.load ran
+// them before it failed), not kCorrupt.
+
 // The first pickle's check: `magic` decoded to the legacy magic number.
 // kIO passes through; any other failure is kCorrupt "not a torch file" at
-// offset 0.
+// offset 0 (kUnsafe as above).
 Status CheckLegacyMagic(const Result<pickle::Decoded>& magic);
 
 // The second pickle's check: kCorrupt naming kProtocolRecord at `offset`
-// unless it is the int kLegacyProtocolVersion.
+// unless it is the int kLegacyProtocolVersion (kUnsafe as above).
 Status CheckLegacyProtocol(const pickle::Decoded& protocol, uint64_t offset);
+
+// Adds `small`'s unsafe globals (magic, protocol, sys_info or key-list
+// pickle) to `into`, without repeats.
+void MergeLegacyUnsafe(std::vector<std::string>& into, const pickle::Decoded& small);
 
 // Record names of the five pickles, for errors.
 constexpr std::string_view kMagicRecord = "magic number pickle";
@@ -66,7 +77,8 @@ constexpr std::string_view kKeysRecord = "storage key list pickle";
 
 // The storage key list (pickle 5, decoded at `offset`) in file order, the
 // order of the storages that follow; int keys (older torch) in decimal.
-// kCorrupt naming kKeysRecord when it is not a list or tuple of str or int.
+// kCorrupt naming kKeysRecord when it is not a list or tuple of str or int
+// (kUnsafe as above).
 Result<std::vector<std::string>> LegacyStorageKeys(const pickle::Decoded& keys, uint64_t offset);
 
 // The index of `key`'s storage in `by_key` (key -> storage index), marking

@@ -450,6 +450,7 @@ Status StreamCheckpointReader::Impl::ReadLegacyModel() {
   ckpt.graph = std::move(object.graph);
   ckpt.root = object.root;
   ckpt.unsafe_globals = std::move(object.unsafe_globals);
+  for (const pickle::Decoded* small : {&*magic, &protocol, &sys_info}) MergeLegacyUnsafe(ckpt.unsafe_globals, *small);
   Result<Recognized> rec =
       RecognizeTensors(ckpt.graph, ckpt.root, RecognizeOptionsFor(Format::kTorchLegacy, options_));
   if (!rec.ok()) return Status(rec.status()).WithRecord(kObjectRecord);
@@ -461,6 +462,7 @@ Status StreamCheckpointReader::Impl::ReadLegacyModel() {
   ZF_ASSIGN_OR_RETURN(pickle::Decoded keys, DecodeNextPickle(kKeysRecord));
   uint64_t offset = la_.position();
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> key_list, LegacyStorageKeys(keys, keys_offset));
+  MergeLegacyUnsafe(ckpt.unsafe_globals, keys);
   for (uint32_t i = 0; i < ckpt.storages.size(); ++i) by_key_.emplace(ckpt.storages[i].key, i);
   located_.assign(ckpt.storages.size(), false);
   for (const std::string& key : key_list) {

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "pickle/safety.h"
 #include "torch/read.h"
 #include "zero/extract.h"
 #include "zero/files.h"
@@ -117,8 +118,7 @@ Status SameCode(Code code, std::string message) {
 
 void WarnUnsafe(const ZeroFile& f, LoadedZero* out) {
   if (f.unsafe_globals.empty()) return;
-  out->warnings.emplace_back(f.path, "pickle references globals that would run code under torch.load: " +
-                                         Join(f.unsafe_globals) +
+  out->warnings.emplace_back(f.path, "pickle references unsafe globals: " + pickle::DescribeUnsafe(f.unsafe_globals) +
                                          " (not executed; merge writes only tensors, so none is carried)");
 }
 

@@ -485,7 +485,7 @@ static void test_errors(void) {
                   "a TorchScript archive (torch.jit.save), not a torch.save checkpoint", 1);
   PATH(unsafe, "%s/bad/unsafe_eval.pt", fixtures);
   check_bad_input(unsafe, ZF_E_UNSAFE, "", ZF_NO_OFFSET,
-                  "pickle references globals that would run code when torch.load reads it: builtins.eval "
+                  "pickle references unsafe globals: builtins.eval (runs code: running or compiling code) "
                   "(--keep-unsafe carries them through unexecuted)", 1);
   PATH(missing, "%s/no_such.pt", tmp);
   check_bad_input(missing, ZF_E_NOT_FOUND, "", ZF_NO_OFFSET, "open: No such file or directory", 3);
@@ -494,6 +494,12 @@ static void test_errors(void) {
   zf_shrink_options* o = zf_shrink_options_create();
   zf_shrink_options_set_keep_unsafe(o, 1);
   CHECK_CODE(zf_shrink(unsafe, fmt("%s/unsafe_kept.pt", tmp), o, NULL, NULL), ZF_OK);
+  /* zf_convert to safetensors refuses too, and writes the tensors under
+   * keep_unsafe (issue 27). */
+  CHECK_CODE(zf_convert(unsafe, fmt("%s/unsafe.safetensors", tmp), NULL, NULL, NULL), ZF_E_UNSAFE);
+  CHECK(!exists(fmt("%s/unsafe.safetensors", tmp)));
+  CHECK_CODE(zf_convert(unsafe, fmt("%s/unsafe.safetensors", tmp), o, NULL, NULL), ZF_OK);
+  CHECK(exists(fmt("%s/unsafe.safetensors", tmp)));
   zf_shrink_options_destroy(o);
 
   /* Small buffers: truncated, NUL-terminated, full lengths reported. */
@@ -592,6 +598,10 @@ static void test_merge(void) {
   CHECK_CODE(zf_merge(ckpt, fmt("%s/x.bin", tmp), o, &r, NULL), ZF_OK);
   CHECK(!exists(fmt("%s/x.bin", tmp)));
   CHECK(r.output_bytes > 0);
+  /* keep_unsafe changes nothing for a safe checkpoint (merge_test and
+   * test_unsafe_corpus.py cover the refusal). */
+  zf_merge_options_set_keep_unsafe(o, 1);
+  CHECK_CODE(zf_merge(ckpt, fmt("%s/x.bin", tmp), o, &r, NULL), ZF_OK);
   CHECK_CODE(zf_merge(ckpt, "-", NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
   CHECK_CODE(zf_merge(NULL, got, NULL, NULL, NULL), ZF_E_INVALID_ARGUMENT);
   zf_merge_options_destroy(o);

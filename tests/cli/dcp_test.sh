@@ -123,7 +123,7 @@ check past_file_end "zerofold: $B/past_file_end/__1_0.distcp: w @ 747: corrupt: 
 check offset_overflow "zerofold: $B/offset_overflow/__1_0.distcp: w: corrupt: chunk 1 (__1_0.distcp): offset 18446744073709551608 + length 16 overflows"
 check unsafe_os_system "zerofold: $B/unsafe_os_system/.metadata: .metadata: unsafe: pickle references globals outside the DCP metadata schema: posix.system (not executed)"
 check torch112_schema "zerofold: $B/torch112_schema/.metadata: .metadata: unsupported: torch 1.12's checkpoint schema (torch.distributed._shard.checkpoint.metadata.ShardedTensorStorageMetadata): re-save with torch >= 1.13"
-check unsafe_chunk "zerofold: $B/unsafe_chunk/__1_0.distcp: w: unsafe: the chunk's archive references globals that would run code under torch.load: posix.system (not executed)"
+check unsafe_chunk "zerofold: $B/unsafe_chunk/__1_0.distcp: w: unsafe: the chunk's archive references unsafe globals: posix.system (runs code: processes and the operating system) (not executed)"
 check no_metadata "zerofold: $B/no_metadata: corrupt: holds .distcp files but no .metadata: not a complete Distributed Checkpoint"
 check zstd_version2 "zerofold: $B/zstd_version2/__0_0.distcp: w: unsupported: transform stream.zstd/2 (only stream.zstd/1 is read)"
 

@@ -64,7 +64,7 @@ run_z inspect "$F/torch/tied_weights.pt"
 grep -qx '  tied: embed.weight = lm_head.weight = decoder.weight' "$OUT" || fail "tied_weights.pt: no tied line: $(cat "$OUT")"
 run_z inspect "$F/bad/unsafe_os_system.pt"
 expect "unsafe" 0 ""
-grep -q '^  unsafe globals (never run by zerofold; torch.load would run them): posix.system$' "$OUT" ||
+grep -q '^  unsafe globals (never run by zerofold; torch.load would run them): posix.system (runs code: processes and the operating system)$' "$OUT" ||
   fail "unsafe_os_system.pt: no unsafe line: $(cat "$OUT")"
 
 # --- --json: one document; failed files carry an error object -----------------------------

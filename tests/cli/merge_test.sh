@@ -211,9 +211,13 @@ d = oracle.load(p)
 d["client_hook"] = os.system  # pickled as the global posix.system
 torch.save(d, p)
 EOF
-expect "unsafe global warns" 0 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: warning: pickle references globals that would run code under torch.load: posix.system (not executed; merge writes only tensors, so none is carried)" \
+# Refused like every writing command (issue 27): exit 1, one line, no output.
+expect "unsafe global refused" 1 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: unsafe: pickle references unsafe globals: posix.system (runs code: processes and the operating system) (--keep-unsafe writes the tensors anyway; the globals are not carried)" \
   "$Z" merge ckpt out
-expect "--quiet hides warnings" 0 "" "$Z" merge --quiet --force ckpt out
+if [ -e out ]; then bad "unsafe refused: no output" "out exists"; else ok; fi
+expect "--keep-unsafe warns" 0 "zerofold: ckpt/global_step2/mp_rank_00_model_states.pt: warning: pickle references unsafe globals: posix.system (runs code: processes and the operating system) (not executed; merge writes only tensors, so none is carried)" \
+  "$Z" merge --keep-unsafe ckpt out
+expect "--quiet hides warnings" 0 "" "$Z" merge --keep-unsafe --quiet --force ckpt out
 
 # Under a limit on open files below the rank files' count: zerofold holds at
 # most half the limit open (4 model + 4 optim files of ZeRO-3 ws4 under a

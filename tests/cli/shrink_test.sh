@@ -115,7 +115,7 @@ cmp -s out.pt "$F/bad/deflated.pt" || fail "deflated: a compact archive not copi
 "$Z" inspect --json "$F/bad/deflated.pt" | grep -q '"deflated_records":11}' || fail "deflated: input not counted"
 rm -f out.pt
 run_z shrink "$F/bad/unsafe_eval.pt" out.pt
-expect "unsafe" 1 "zerofold: $F/bad/unsafe_eval.pt: unsafe: pickle references globals that would run code when torch.load reads it: builtins.eval (--keep-unsafe carries them through unexecuted)
+expect "unsafe" 1 "zerofold: $F/bad/unsafe_eval.pt: unsafe: pickle references unsafe globals: builtins.eval (runs code: running or compiling code) (--keep-unsafe carries them through unexecuted)
 "
 expect_empty_dir "bad input" "$T/w"
 # --json: the error object on stdout, the line on stderr.

@@ -69,7 +69,8 @@ Bytes RandomArchive(std::mt19937& rng, size_t max_storages = 5) {
     const uint64_t numel = below(3) == 0 ? below(20000) : below(300);
     const std::string key = std::to_string(s);
     const NodeId key_node = g.AddStr(key);
-    const NodeId cls = g.AddGlobal("torch", untyped ? "UntypedStorage" : torch::Info(sdt).storage_class);
+    const NodeId cls = untyped ? g.AddGlobal("torch.storage", "UntypedStorage")  // as torch writes it
+                               : g.AddGlobal("torch", torch::Info(sdt).storage_class);
     const size_t n_views = below(7);
     bool named = false;  // torch.save writes the records of the storages its pickle names
     for (size_t v = 0; v < n_views; ++v) {

@@ -66,7 +66,9 @@ class PickleWriter {
   // ('storage', torch.<cls>, key, location, numel[, None]) BINPERSID.
   PickleWriter& StoragePid(std::string_view cls, std::string_view key, int64_t numel, bool legacy = false,
                            std::string_view location = "cpu") {
-    Mark().Str("storage").Global("torch", cls).Str(key).Str(location).Int(numel);
+    // torch pickles the class by its __module__: torch.storage.UntypedStorage
+    // (the only spelling weights_only allows), torch.FloatStorage.
+    Mark().Str("storage").Global(cls == "UntypedStorage" ? "torch.storage" : "torch", cls).Str(key).Str(location).Int(numel);
     if (legacy) None();
     return Tuple().BinPersId();
   }
