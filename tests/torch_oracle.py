@@ -139,6 +139,9 @@ _ALLOWED_REAL = {
     "torch._tensor._rebuild_from_type", "torch._tensor._rebuild_from_type_v2",
     "numpy.core.multiarray._reconstruct", "numpy.core.multiarray.scalar", "numpy.ndarray",
     "numpy.dtype",
+    # An IntEnum member (Megatron's common.pt keeps the exit signal): Signals(n) looks the
+    # member up, nothing else runs; zerofold's plain-data list has it for the same reason.
+    "signal.Signals",
 }
 _GETATTR = "builtins.getattr"
 # Modules whose globals are never stubbed: real only if allowlisted, else refused.

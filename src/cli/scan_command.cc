@@ -11,6 +11,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/signals.h"
+#include "pickle/safety.h"
 #include "scan/json.h"
 #include "scan/scan.h"
 
@@ -64,12 +65,6 @@ const std::vector<FlagSpec> kScanFlags = WithProgressFlags(WithLimitFlags({
 
 std::string Shown(std::string_view text) { return EscapeForDisplay(text, Backslash::kEscape); }
 
-std::string Joined(const std::vector<std::string>& v) {
-  std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + Shown(s);
-  return out;
-}
-
 void PrintFile(const scan::FileResult& r) {
   std::string line = std::string(scan::VerdictName(r.verdict));
   line.resize(std::max<size_t>(line.size() + 1, 18), ' ');
@@ -89,7 +84,7 @@ void PrintFile(const scan::FileResult& r) {
   std::printf("%s (%s)\n", line.c_str(), detail.c_str());
   if (!r.unsafe_globals.empty())
     std::printf("  unsafe globals (never run by zerofold; torch.load would run them): %s\n",
-                Joined(r.unsafe_globals).c_str());
+                Shown(pickle::DescribeUnsafe(r.unsafe_globals)).c_str());
   if (!r.error.ok()) std::printf("  %s\n", r.error.ToString().c_str());
 }
 

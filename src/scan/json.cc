@@ -37,7 +37,7 @@ Result<std::string> FileJsonLine(const FileResult& r) {
   else model::WriteJsonError(w, r.error);
   w.Key("note");
   w.String(r.note);
-  model::WriteStringArray(w, "unsafe_globals", r.unsafe_globals);
+  model::WriteUnsafeGlobals(w, r.unsafe_globals);
   w.Key("file_bytes");
   w.Uint(r.file_bytes);
   w.Key("tensors");

@@ -1,16 +1,8 @@
 #include "scan/result.h"
 
+#include "pickle/safety.h"
+
 namespace zerofold::scan {
-
-namespace {
-
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-}  // namespace
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
@@ -27,7 +19,8 @@ std::string_view VerdictName(Verdict v) {
 Status ResultStatus(const FileResult& r) {
   if (!r.error.ok()) return r.error;
   if (r.verdict == Verdict::kUnsafe) {
-    Status s = Status::Unsafe("names globals torch.load would run (never run here): " + Joined(r.unsafe_globals));
+    Status s = Status::Unsafe("names globals torch.load would run (never run here): " +
+                              pickle::DescribeUnsafe(r.unsafe_globals));
     s.WithPath(r.path);
     return s;
   }
