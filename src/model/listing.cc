@@ -26,6 +26,7 @@ Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path) {
   out.unsafe_globals = ckpt.unsafe_globals;
   out.zip_records = ckpt.zip_records;
   out.deflated_records = ckpt.deflated_records;
+  out.crc_unrecorded_records = ckpt.crc_unrecorded_records;
 
   struct Extent {
     torch::ByteRange range;

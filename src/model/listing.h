@@ -57,6 +57,7 @@ struct Listing {
   // zip: records in the archive, and how many are deflated.
   uint64_t zip_records = 0;
   uint64_t deflated_records = 0;
+  uint64_t crc_unrecorded_records = 0;  // torch::Checkpoint::crc_unrecorded_records
   // Groups of tensor names that share bytes (tied weights, views of views).
   std::vector<std::vector<std::string>> tied;
 };

@@ -144,6 +144,8 @@ void JsonFiles::Add(const model::Listing& l) {
   w.EndArray();
   w.Key("deflated_records");
   w.Uint(l.deflated_records);
+  w.Key("crc32_unrecorded_records");
+  w.Uint(l.crc_unrecorded_records);
   w.EndObject();
 }
 

@@ -16,7 +16,9 @@ zip::Entry RecordEntry(const Storage& s) {
 }
 
 Result<const RandomSource*> StorageSources::For(const Storage& s) {
-  ZF_ASSIGN_OR_RETURN(zip::EntrySource * source, records_.Open(file_, RecordEntry(s)));
+  zip::Entry e = RecordEntry(s);
+  if (crc_ == RecordCrc::kSkip) e.crc32 = 0;  // not recorded: not checked
+  ZF_ASSIGN_OR_RETURN(zip::EntrySource * source, records_.Open(file_, e));
   return static_cast<const RandomSource*>(source);
 }
 

@@ -26,10 +26,15 @@ namespace zerofold::torch {
 // The zip entry a storage's record is (name, offsets, sizes, method, CRC-32).
 zip::Entry RecordEntry(const Storage& s);
 
+// Whether reads that go through a whole stored record check its CRC-32
+// (zip::StreamedCrc). kSkip for a file this run wrote itself, whose
+// --verify digests are compared and name the tensor that differs.
+enum class RecordCrc { kCheck, kSkip };
+
 class StorageSources {
  public:
   // REQUIRES: `file` outlives this object.
-  explicit StorageSources(const RandomSource& file) : file_(file) {}
+  explicit StorageSources(const RandomSource& file, RecordCrc crc = RecordCrc::kCheck) : file_(file), crc_(crc) {}
 
   // The bytes of the record behind `s`, offset 0 being its first byte (read
   // errors carry the record and absolute file offsets). The pointer is valid
@@ -44,6 +49,7 @@ class StorageSources {
 
  private:
   const RandomSource& file_;
+  const RecordCrc crc_;
   zip::OpenEntries records_;  // the last zip::OpenEntries::kOpen deflated ones
 };
 
