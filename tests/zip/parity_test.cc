@@ -3,9 +3,12 @@
 // archive_test.cc ("end record comments ...").
 #include "zip/central_directory.h"
 #include "zip/crc32.h"
+#include "zip/describe.h"
+#include "zip/entry_source.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -135,6 +138,113 @@ TEST_CASE("an entry whose size passes the end of the file is refused at open, be
 TEST_CASE("CRC-32 0 is not recorded") {
   CHECK_FALSE(CrcRecorded(0));
   CHECK(CrcRecorded(1));
+}
+
+// A record of 100 bytes and its entry, as StreamedCrc sees it.
+struct Record {
+  std::vector<std::byte> bytes;
+  Entry entry;
+};
+Record MakeRecord(uint32_t crc_override = 1) {
+  Record r;
+  for (int i = 0; i < 100; ++i) r.bytes.push_back(std::byte(static_cast<uint8_t>(i * 7)));
+  r.entry.name = "arch/data/0";
+  r.entry.data_offset = 1000;
+  r.entry.size = r.bytes.size();
+  r.entry.crc32 = crc_override == 1 ? Crc32(0, r.bytes) : crc_override;
+  return r;
+}
+
+TEST_CASE("StreamedCrc checks a record read front to back, in any pieces, re-reads included") {
+  Record r = MakeRecord();
+  std::span<const std::byte> b(r.bytes);
+  StreamedCrc whole(r.entry);
+  CHECK(whole.See(0, b).ok());
+  CHECK(whole.checked());
+  StreamedCrc pieces(r.entry);
+  CHECK(pieces.See(0, b.first(30)).ok());
+  CHECK(pieces.See(10, b.subspan(10, 40)).ok());  // overlaps: folded once
+  CHECK(pieces.See(50, b.subspan(50, 50)).ok());
+  CHECK(pieces.checked());
+
+  std::vector<std::byte> bad = r.bytes;
+  bad[77] ^= std::byte{0x10};
+  StreamedCrc flipped(r.entry);
+  CHECK(flipped.See(0, std::span<const std::byte>(bad).first(60)).ok());
+  Status s = flipped.See(60, std::span<const std::byte>(bad).subspan(60));
+  CHECK_EQ(s.code(), Code::kCorrupt);
+  CHECK_EQ(s.record(), "arch/data/0");
+  CHECK_EQ(s.offset(), 1000u);
+  CHECK_EQ(s.message(), "CRC-32 of the record's 100 bytes is " + Hex(Crc32(0, bad), 8) +
+                            ", the central directory says " + Hex(r.entry.crc32, 8));
+}
+
+TEST_CASE("StreamedCrc does not check a part of a record, nor a CRC of 0") {
+  Record r = MakeRecord();
+  std::vector<std::byte> bad = r.bytes;
+  bad[5] ^= std::byte{1};
+  std::span<const std::byte> b(bad);
+  StreamedCrc gap(r.entry);
+  CHECK(gap.See(0, b.first(10)).ok());
+  CHECK(gap.See(20, b.subspan(20)).ok());  // bytes 10..20 skipped: not checked
+  CHECK_FALSE(gap.checked());
+  // A new pass from 0 is checked again.
+  CHECK_EQ(gap.See(0, b).code(), Code::kCorrupt);
+  StreamedCrc tail(r.entry);
+  CHECK(tail.See(50, b.subspan(50)).ok());
+  CHECK_FALSE(tail.checked());
+  Record zero = MakeRecord(0);
+  StreamedCrc unrecorded(zero.entry);
+  CHECK(unrecorded.See(0, b).ok());
+  CHECK_FALSE(unrecorded.checked());
+}
+
+TEST_CASE("StreamedCrcs checks the stored records a copy of the whole file goes through") {
+  Record r = MakeRecord();
+  std::vector<std::byte> file(1200, std::byte{0});
+  std::copy(r.bytes.begin(), r.bytes.end(), file.begin() + 1000);
+  Entry other = r.entry;
+  other.name = "arch/data/1";
+  other.data_offset = 1100;
+  other.size = 50;
+  other.crc32 = Crc32(0, std::span<const std::byte>(file).subspan(1100, 50));
+  Entry deflated = other;  // left out: checked by inflating
+  deflated.method = kMethodDeflated;
+  deflated.crc32 = 12345;
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{64}, size_t{1200}}) {
+    CAPTURE(chunk);
+    std::vector<std::byte> bad = file;
+    bad[1120] ^= std::byte{4};
+    StreamedCrcs good({r.entry, other, deflated}), caught({r.entry, other, deflated});
+    Status first;
+    for (size_t pos = 0; pos < file.size(); pos += chunk) {
+      const size_t n = std::min(chunk, file.size() - pos);
+      REQUIRE(good.See(pos, std::span<const std::byte>(file).subspan(pos, n)).ok());
+      Status s = caught.See(pos, std::span<const std::byte>(bad).subspan(pos, n));
+      if (first.ok() && !s.ok()) first = s;
+    }
+    CHECK_EQ(first.code(), Code::kCorrupt);
+    CHECK_EQ(first.record(), "arch/data/1");
+  }
+}
+
+TEST_CASE("OpenEntries keeps a stored record open, so reads over several calls are checked") {
+  Record r = MakeRecord();
+  std::vector<std::byte> file(1200, std::byte{0});
+  std::copy(r.bytes.begin(), r.bytes.end(), file.begin() + 1000);
+  file[1042] ^= std::byte{2};
+  io::MemSource src("f.pt", file);
+  OpenEntries open;
+  std::vector<std::byte> buf(50);
+  Result<EntrySource*> a = open.Open(src, r.entry);
+  REQUIRE(a.ok());
+  CHECK(ReadExactAt(**a, 0, buf).ok());
+  Result<EntrySource*> b = open.Open(src, r.entry);
+  REQUIRE(b.ok());
+  CHECK_EQ(*a, *b);
+  Status s = ReadExactAt(**b, 50, buf);
+  CHECK_EQ(s.code(), Code::kCorrupt);
+  CHECK_EQ(s.record(), "arch/data/0");
 }
 
 }  // namespace
