@@ -209,7 +209,7 @@ std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry&
 Result<EntrySource*> OpenEntries::Open(const RandomSource& archive, const Entry& entry) {
   if (!entry.located()) return Status::Internal("entry opened before its local header was read").WithRecord(entry.name);
   if (!entry.deflated()) {
-    std::unique_ptr<EntrySource>& open = stored_[{&archive, entry.data_offset}];
+    std::unique_ptr<EntrySource>& open = stored_[{&archive, entry.data_offset, entry.size}];
     if (open == nullptr) {
       if (stored_.size() > kOpenStored) {
         stored_.clear();

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <utility>
+#include <tuple>
 #include <span>
 #include <string>
 #include <vector>
@@ -125,7 +125,9 @@ class OpenEntries {
     uint64_t data_offset;
     std::unique_ptr<EntrySource> source;
   };
-  std::map<std::pair<const RandomSource*, uint64_t>, std::unique_ptr<EntrySource>> stored_;  // by data offset
+  // By data offset and size: an empty tensor of a safetensors file starts
+  // where the next one does.
+  std::map<std::tuple<const RandomSource*, uint64_t, uint64_t>, std::unique_ptr<EntrySource>> stored_;
   std::vector<Kept> deflated_;  // most recently used last
 };
 

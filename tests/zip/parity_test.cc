@@ -245,6 +245,15 @@ TEST_CASE("OpenEntries keeps a stored record open, so reads over several calls a
   Status s = ReadExactAt(**b, 50, buf);
   CHECK_EQ(s.code(), Code::kCorrupt);
   CHECK_EQ(s.record(), "arch/data/0");
+  // An empty entry where the next one starts (safetensors places an empty
+  // tensor so) is another entry.
+  Entry empty = r.entry;
+  empty.size = 0;
+  empty.crc32 = 0;
+  Result<EntrySource*> e = open.Open(src, empty);
+  REQUIRE(e.ok());
+  CHECK_EQ((*e)->size(), 0u);
+  CHECK_EQ((*open.Open(src, r.entry))->size(), 100u);
 }
 
 }  // namespace
