@@ -112,6 +112,11 @@ void PrintHuman(const model::Listing& l) {
   if (l.deflated_records > 0)
     std::printf("  deflated: %llu of %llu zip records are compressed (inflated when read; outputs are written stored)\n",
                 static_cast<unsigned long long>(l.deflated_records), static_cast<unsigned long long>(l.zip_records));
+  if (l.crc_unrecorded_records > 0)
+    std::printf("  crc32: not recorded (0) for %llu of %llu zip records, as torch.serialization."
+                "set_crc32_options(False) writes them; those records are not checked\n",
+                static_cast<unsigned long long>(l.crc_unrecorded_records),
+                static_cast<unsigned long long>(l.zip_records));
 }
 
 void PrintDcp(const dcp::Listing& l) {

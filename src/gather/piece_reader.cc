@@ -10,6 +10,7 @@
 #include "io/zstd_stream.h"
 #include "torch/storage_source.h"
 #include "torch/checkpoint.h"
+#include "zip/crc32.h"
 #include "zip/entry_source.h"
 
 namespace zerofold::gather {
@@ -143,9 +144,16 @@ Status PieceReader::Fetch(uint64_t pos, std::span<std::byte> dst) {
 
 Status PieceReader::ReadStorage(uint64_t pos, std::span<std::byte> dst) {
   bytes_read_ += dst.size();
-  if (piece_.transform == Transform::kNone) return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
+  if (piece_.transform == Transform::kNone) {
+    if (!zip::CrcRecorded(piece_.entry.crc32) || !piece_.entry.located())
+      return ReadExactAt(*file_.source, piece_.data_offset + pos, dst);
+    // Through the keeper, whose record folds every piece read in order
+    // into its CRC-32 (zip::StreamedCrc): the same reads.
+    ZF_ASSIGN_OR_RETURN(zip::EntrySource * record, records_->Open(*file_.source, piece_.entry));
+    return ReadExactAt(*record, pos, dst);
+  }
   if (piece_.transform == Transform::kDeflate) {
-    ZF_ASSIGN_OR_RETURN(zip::EntrySource * record, records_->Open(*file_.source, piece_.deflated));
+    ZF_ASSIGN_OR_RETURN(zip::EntrySource * record, records_->Open(*file_.source, piece_.entry));
     return ReadExactAt(*record, piece_.data_offset + pos, dst);
   }
   // A decompressed stream goes forward only: going back starts it again.
@@ -207,9 +215,9 @@ Status CheckDeflatedRecords(const GatherPlan& plan) {
   std::set<std::pair<uint32_t, uint64_t>> checked;  // (file, record data offset)
   for (const GatherTensor& t : plan.tensors) {
     for (const Piece& p : t.pieces) {
-      if (p.transform != Transform::kDeflate || !checked.insert({p.file, p.deflated.data_offset}).second) continue;
+      if (p.transform != Transform::kDeflate || !checked.insert({p.file, p.entry.data_offset}).second) continue;
       const SourceFile& file = plan.sources[p.file];
-      std::unique_ptr<zip::EntrySource> record = zip::OpenEntry(*file.source, p.deflated);
+      std::unique_ptr<zip::EntrySource> record = zip::OpenEntry(*file.source, p.entry);
       Status s = record->Finish();
       if (!s.ok()) return s.WithRecord(p.record).WithPath(file.path);
     }

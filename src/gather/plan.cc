@@ -37,12 +37,12 @@ void PlaceInStorage(const torch::Storage& storage, uint64_t archive_offset, Piec
   p->storage_nbytes = storage.nbytes;
   p->swap_unit = storage.swap_unit;
   p->transform = storage.method == 0 ? Transform::kNone : Transform::kDeflate;
+  p->entry = torch::RecordEntry(storage);
+  p->entry.data_offset += archive_offset;
   if (p->transform == Transform::kNone) {
-    p->data_offset = archive_offset + storage.data_offset;
+    p->data_offset = p->entry.data_offset;
     return;
   }
-  p->deflated = torch::RecordEntry(storage);
-  p->deflated.data_offset += archive_offset;
   p->data_offset = 0;
 }
 
@@ -55,7 +55,7 @@ void AddPieceReads(const Piece& p, const std::string& path, io::ReadPlan* plan) 
       return;
     }
     case Transform::kDeflate:
-      plan->Add(path, p.deflated.data_offset, p.deflated.compressed_size);
+      plan->Add(path, p.entry.data_offset, p.entry.compressed_size);
       return;
     case Transform::kZstd:
       plan->Add(path, p.frame_offset, p.frame_length);

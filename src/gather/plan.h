@@ -62,7 +62,12 @@ struct Piece {
   Transform transform = Transform::kNone;
   uint64_t frame_offset = 0;   // kZstd only
   uint64_t frame_length = 0;
-  zip::Entry deflated;         // kDeflate only; data_offset is then 0
+  // The zip record holding the storage (absolute offsets): kDeflate reads
+  // through it (data_offset is then 0); kNone reads of a record with a
+  // CRC-32 go through it too, so that pieces reading all of it front to
+  // back check the CRC-32 on the way (zip::StreamedCrc). A default Entry
+  // (CRC-32 0, not recorded) for other sources.
+  zip::Entry entry;
   // Runs of bytes reversed after reading, as torch loads a big-endian
   // archive (torch::Storage::swap_unit); 1: none.
   uint32_t swap_unit = 1;

@@ -27,6 +27,7 @@ Listing ListCheckpoint(const torch::Checkpoint& ckpt, const std::string& path) {
   out.zip_records = ckpt.zip_records;
   out.deflated_records = ckpt.deflated_records;
   out.big_endian = ckpt.big_endian;
+  out.crc_unrecorded_records = ckpt.crc_unrecorded_records;
 
   struct Extent {
     torch::ByteRange range;

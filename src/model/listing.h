@@ -60,6 +60,7 @@ struct Listing {
   // zip: the byteorder record says big (storages are read byte-swapped, as
   // torch 2.x loads them: torch/storage_source.h).
   bool big_endian = false;
+  uint64_t crc_unrecorded_records = 0;  // torch::Checkpoint::crc_unrecorded_records
   // Groups of tensor names that share bytes (tied weights, views of views).
   std::vector<std::vector<std::string>> tied;
 };

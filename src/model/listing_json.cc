@@ -157,6 +157,8 @@ void JsonFiles::Add(const model::Listing& l) {
   WriteUnsafeGlobals(w, l.unsafe_globals);
   w.Key("deflated_records");
   w.Uint(l.deflated_records);
+  w.Key("crc32_unrecorded_records");
+  w.Uint(l.crc_unrecorded_records);
   w.EndObject();
 }
 

@@ -16,6 +16,7 @@
 #include "torch/storage_source.h"
 #include "verify/verify.h"
 #include "zip/entry_source.h"
+#include "zip/format.h"
 
 namespace zerofold::rewrite {
 
@@ -38,7 +39,7 @@ namespace {
 struct ShrinkState {
   std::unique_ptr<RandomSource> src;
   torch::Checkpoint ckpt;                      // retargeted to the output storages
-  std::vector<torch::Storage> input_storages;  // the records as read (deflated input)
+  std::vector<torch::Storage> input_storages;  // the records as read (zip input)
   PreparedShrink prepared;
   std::vector<torch::ExtraRecord> extras;
   torch::ArchiveContents contents;
@@ -50,11 +51,17 @@ struct ShrinkState {
 };
 
 // The copy of the input's bytes, unchanged: a deflated storage record is
-// inflated and CRC-checked first, as a rewrite checks it, so corrupt input
-// is never passed on.
+// inflated and CRC-checked first, as a rewrite checks it, and a stored one
+// is CRC-checked as the copy goes through it, so corrupt input is never
+// passed on.
 Status CopyInput(const ShrinkState& state, Sink& sink, const output::WroteBytes& wrote) {
   const RandomSource& src = *state.src;
-  if (!state.input_storages.empty()) {
+  std::vector<zip::Entry> stored;
+  for (const torch::Storage& s : state.input_storages)
+    if (s.method == zip::kMethodStored && s.data_offset != zip::kUnlocated) stored.push_back(torch::RecordEntry(s));
+  zip::StreamedCrcs crcs(stored);
+  if (std::any_of(state.input_storages.begin(), state.input_storages.end(),
+                  [](const torch::Storage& s) { return s.method != zip::kMethodStored; })) {
     torch::StorageSources sources(src);
     for (const torch::Storage& s : state.input_storages)
       if (Status opened = sources.For(s).status(); !opened.ok()) return opened.WithPath(src.name());
@@ -66,6 +73,7 @@ Status CopyInput(const ShrinkState& state, Sink& sink, const output::WroteBytes&
     const size_t n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), src.size() - pos));
     std::span<std::byte> bytes(buffer.data(), n);
     ZF_TRY(ReadExactAt(src, pos, bytes));
+    ZF_TRY(crcs.See(pos, bytes).WithPath(src.name()));
     ZF_TRY(sink.Append(bytes));
     pos += n;
     wrote(n);
@@ -90,7 +98,8 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
   state->ckpt = std::move(read->ckpt);
   torch::Checkpoint& ckpt = state->ckpt;
   // The records as read (PrepareShrink retargets ckpt to the new storages).
-  if (ckpt.deflated_records > 0) state->input_storages = ckpt.storages;
+  const bool deflated_input = ckpt.deflated_records > 0;
+  if (ckpt.format == torch::Format::kTorchZip) state->input_storages = ckpt.storages;
   Result<PreparedShrink> prepared = PrepareShrink(ckpt, input, output, options);
   if (!prepared.ok()) return Status(prepared.status()).WithPath(input);
   state->prepared = std::move(prepared).value();
@@ -141,8 +150,11 @@ Result<PlannedShrink> PlanShrinkFile(Env* env, const std::string& input, const s
     report.stored_after = report.stored_before;
     report.storages_after = report.storages_before;
     report.changed_storages.clear();
-    for (const torch::Storage& s : state->input_storages)
-      gather::AddStorageReads(s, 0, s.nbytes, input, &file.reads);
+    // Deflated records are inflated before the copy (stored ones are
+    // checked by the copy's own reads).
+    if (deflated_input)
+      for (const torch::Storage& s : state->input_storages)
+        gather::AddStorageReads(s, 0, s.nbytes, input, &file.reads);
     file.reads.Add(input, 0, src.size());
     file.bytes = report.input_file_bytes;
     file.payload = src.size();

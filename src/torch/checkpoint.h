@@ -178,6 +178,10 @@ struct Checkpoint {
   // records it has met.
   uint64_t zip_records = 0;
   uint64_t deflated_records = 0;
+  // zip: non-empty records whose CRC-32 is 0, not recorded (torch >= 2.6
+  // after torch.serialization.set_crc32_options(False)) and so not checked.
+  // Counted from the central directory; the stream reader does not count.
+  uint64_t crc_unrecorded_records = 0;
 };
 
 // Checks that every storage's record holds its declared bytes and every

@@ -85,7 +85,9 @@ zip::Entry RecordEntry(const Storage& s) {
 }
 
 Result<const RandomSource*> StorageSources::For(const Storage& s) {
-  ZF_ASSIGN_OR_RETURN(zip::EntrySource * source, records_.Open(file_, RecordEntry(s)));
+  zip::Entry e = RecordEntry(s);
+  if (crc_ == RecordCrc::kSkip) e.crc32 = 0;  // not recorded: not checked
+  ZF_ASSIGN_OR_RETURN(zip::EntrySource * source, records_.Open(file_, e));
   if (s.swap_unit <= 1 || bytes_ == Bytes::kAsStored) return static_cast<const RandomSource*>(source);
   swapped_ = std::make_unique<SwappedSource>(*source, s.swap_unit);
   return static_cast<const RandomSource*>(swapped_.get());

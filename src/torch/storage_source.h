@@ -89,6 +89,11 @@ void RecordLittleEndian(std::vector<ExtraRecord>& extras);
 // The zip entry a storage's record is (name, offsets, sizes, method, CRC-32).
 zip::Entry RecordEntry(const Storage& s);
 
+// Whether reads that go through a whole stored record check its CRC-32
+// (zip::StreamedCrc). kSkip for a file this run wrote itself, whose
+// --verify digests are compared and name the tensor that differs.
+enum class RecordCrc { kCheck, kSkip };
+
 class StorageSources {
  public:
   // Whether storages of a big-endian archive are read as torch loads them
@@ -97,8 +102,9 @@ class StorageSources {
   enum class Bytes : bool { kAsTorchLoads, kAsStored };
 
   // REQUIRES: `file` outlives this object.
-  explicit StorageSources(const RandomSource& file, Bytes bytes = Bytes::kAsTorchLoads)
-      : file_(file), bytes_(bytes) {}
+  explicit StorageSources(const RandomSource& file, Bytes bytes = Bytes::kAsTorchLoads,
+                          RecordCrc crc = RecordCrc::kCheck)
+      : file_(file), bytes_(bytes), crc_(crc) {}
 
   // The bytes of the record behind `s`, offset 0 being its first byte (read
   // errors carry the record and absolute file offsets). The pointer is valid
@@ -114,8 +120,9 @@ class StorageSources {
  private:
   const RandomSource& file_;
   const Bytes bytes_;
-  zip::OpenEntries records_;
-  std::unique_ptr<RandomSource> swapped_;  // the last For()'s, when it swaps  // the last zip::OpenEntries::kOpen deflated ones
+  const RecordCrc crc_;
+  zip::OpenEntries records_;  // the last zip::OpenEntries::kOpen deflated ones
+  std::unique_ptr<RandomSource> swapped_;  // the last For()'s, when it swaps
 };
 
 }  // namespace zerofold::torch

@@ -12,6 +12,7 @@
 #include "torch/format.h"
 #include "torch/tensor_recognizer.h"
 #include "zip/archive.h"
+#include "zip/crc32.h"
 #include "zip/entry_source.h"
 
 namespace zerofold::torch {
@@ -91,7 +92,10 @@ Result<Checkpoint> ReadZipCheckpoint(const RandomSource& src, const ReadOptions&
   ckpt.format = Format::kTorchZip;
   ckpt.top_folder = ar.top_folder;
   ckpt.zip_records = ar.entries.size();
-  for (const zip::Entry& e : ar.entries) ckpt.deflated_records += e.deflated();
+  for (const zip::Entry& e : ar.entries) {
+    ckpt.deflated_records += e.deflated();
+    ckpt.crc_unrecorded_records += e.size > 0 && !zip::CrcRecorded(e.crc32);
+  }
   std::string pkl_name = ar.top_folder + "/" + std::string(kDataPickleRecord);
   const zip::Entry* listed_pkl = ar.Find(kDataPickleRecord);
   if (!listed_pkl) return Status::Corrupt("the archive has no " + pkl_name).WithRecord(pkl_name);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "io/checked_math.h"
@@ -64,6 +63,14 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const Entry& c) {
   ZF_TRY(ReadExactAt(src, c.header_offset, buf));
   ZF_ASSIGN_OR_RETURN(LocalHeader h, DecodeLocalHeader(std::span(buf).first(kLocalFileHeaderSize),
                                                        c.header_offset));
+  // miniz never reads the local flags (zip/central_directory.h): the central
+  // directory, checked already, says the entry is not encrypted.
+  if (h.flags & (kFlagEncrypted | kFlagStrongEncryption)) {
+    return Status::Ambiguous("local header flags " + Hex(h.flags, 4) +
+                             " say encrypted, the central directory's do not: torch reads the bytes as they "
+                             "are, a reader of the local header would decrypt them")
+        .WithOffset(c.header_offset + kLocalFlagsOffset);
+  }
   ZF_TRY(CheckLocalFlagsAndMethod(h));
   if (h.method != c.method) {
     return Status::Corrupt("local header gives compression method " + DescribeMethod(h.method) +
@@ -80,9 +87,11 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const Entry& c) {
   const std::string_view local_name(reinterpret_cast<const char*>(buf.data()) + kLocalFileHeaderSize,
                                     std::min<size_t>(h.name_length, buf.size() - kLocalFileHeaderSize));
   if (h.name_length != c.name.size() || local_name != c.name) {
-    return Status::Corrupt("local header names " + Quote(local_name) +
-                           (local_name.size() < h.name_length ? "..." : "") +
-                           ", the central directory " + Quote(c.name))
+    return Status::Ambiguous("local header names " + Quote(local_name) +
+                             (local_name.size() < h.name_length ? "..." : "") + ", the central directory " +
+                             Quote(c.name) +
+                             ": torch finds the record by the central name, a reader of local headers by "
+                             "the local one")
         .WithOffset(c.header_offset + kLocalFileHeaderSize);
   }
   Entry e = c;
@@ -95,21 +104,6 @@ Result<Entry> ReadLocalHeader(const RandomSource& src, const Entry& c) {
         .WithOffset(e.data_offset);
   }
   return e;
-}
-
-Status CheckNoDuplicates(const std::vector<CentralEntry>& central) {
-  std::unordered_map<std::string_view, size_t> seen;
-  seen.reserve(central.size());
-  for (size_t i = 0; i < central.size(); ++i) {
-    auto [it, inserted] = seen.emplace(central[i].name, i);
-    if (!inserted) {
-      return Status::Corrupt("duplicate entry name (first at central directory offset " +
-                             std::to_string(central[it->second].offset) + ")")
-          .WithOffset(central[i].offset)
-          .WithRecord(central[i].name);
-    }
-  }
-  return Status::OK();
 }
 
 // Gives each entry its room: up to the next local header in file order, or
@@ -173,12 +167,14 @@ Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options)
   ZF_ASSIGN_OR_RETURN(std::vector<CentralEntry> central,
                       ParseCentralDirectory(cd, end.cd_offset, end.entries));
   cd = {};
-  ZF_TRY(CheckNoDuplicates(central));
+  ZF_TRY(CheckNameParity(central));
 
   Archive archive;
   archive.entries.reserve(central.size());
   for (const CentralEntry& c : central) {
     ZF_TRY(CheckHeaderOffset(c, end.cd_offset));
+    ZF_TRY(CheckDataFits(c, end.cd_offset));
+    ZF_TRY(CheckDirectoryEntry(c));
     Entry e;
     e.name = c.name;
     e.header_offset = c.header_offset;
@@ -189,6 +185,7 @@ Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options)
     archive.entries.push_back(std::move(e));
   }
   ZF_TRY(AssignRooms(archive.entries, central, end.cd_offset));
+  if (!central.empty()) ZF_TRY(CheckArchiveStart(central));
   archive.top_folder = CommonTopFolder(archive.entries);
   archive.by_name.resize(archive.entries.size());
   for (size_t i = 0; i < archive.by_name.size(); ++i) archive.by_name[i] = i;

@@ -82,16 +82,21 @@ struct Archive {
 
 // Reads the end records and the central directory; reads no local header
 // and no entry data (every entry unlocated). Checks that each local header
-// offset leaves room for a local header before the central directory and
-// that no two entries share one. Errors carry the absolute offset and, once
-// known, the entry name as record.
+// offset leaves room for a local header, the entry's name and its data
+// before the central directory, and that no two entries share one.
+// kAmbiguous where torch could read other bytes (zip/central_directory.h,
+// "Parity with torch"): names equal or equal but for case, a second end
+// record hidden in a comment, bytes before the first entry, a directory
+// entry holding bytes. Errors carry the absolute offset and, once known,
+// the entry name as record.
 Result<Archive> ReadArchive(const RandomSource& src, const ReadOptions& options = {});
 
 // `entry` with data_offset set: reads its local header (one read: the fixed
 // fields and the name) and checks it against the central directory:
-// signature, flags and method (kUnsupported for encryption, methods other
-// than stored and deflated), the name, and that header and data end within
-// entry.room_end. kCorrupt otherwise, record = the entry's name, offset =
+// signature, flags and method (kUnsupported for methods other than stored
+// and deflated), the name and the encryption flag (kAmbiguous when they
+// disagree), and that header and data end within entry.room_end. kCorrupt
+// otherwise, record = the entry's name, offset =
 // the disagreeing field's. An entry already located is returned as is,
 // without a read.
 // REQUIRES: entry comes from ReadArchive over `src`.

@@ -1,8 +1,12 @@
 #include "zip/central_directory.h"
 
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "io/checked_math.h"
 #include "io/cursor.h"
 #include "zip/describe.h"
 #include "zip/entry_name.h"
@@ -50,6 +54,11 @@ Status FillEntry(const CentralHeader& h, std::span<const std::byte> extra, uint6
   ZF_TRY(CheckEntryName(e->name).WithOffset(e->offset + kCentralFileHeaderSize));
   if (h.flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagMaskedHeaders)) {
     return Status::Unsupported("encrypted entry (general purpose flags " + Hex(h.flags, 4) + ")")
+        .WithOffset(e->offset + kCentralFlagsOffset);
+  }
+  if (h.flags & kFlagPatch) {
+    return Status::Unsupported("patch data entry (general purpose flags " + Hex(h.flags, 4) +
+                               "), which torch refuses to read")
         .WithOffset(e->offset + kCentralFlagsOffset);
   }
   if (h.method != kMethodStored && h.method != kMethodDeflated) {
@@ -110,6 +119,7 @@ Status FillEntry(const CentralHeader& h, std::span<const std::byte> extra, uint6
   e->size = uncompressed;
   e->compressed_size = compressed;
   e->header_offset = header_offset;
+  e->external_attributes = h.external_attributes;
   return Status::OK();
 }
 
@@ -161,6 +171,95 @@ Result<std::vector<CentralEntry>> ParseCentralDirectory(std::span<const std::byt
         .WithOffset(cur.offset());
   }
   return entries;
+}
+
+namespace {
+
+
+// MZ_TOLOWER: ASCII only (miniz.c defines it over 'A'..'Z').
+char ToLowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// mz_zip_reader_filename_less: bytes compared lowercased, then lengths.
+bool LessIgnoringCase(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const char x = ToLowerAscii(a[i]), y = ToLowerAscii(b[i]);
+    if (x != y) return static_cast<unsigned char>(x) < static_cast<unsigned char>(y);
+  }
+  return a.size() < b.size();
+}
+
+bool EqualIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && !LessIgnoringCase(a, b) && !LessIgnoringCase(b, a);
+}
+
+// The DOS directory attribute in the low byte of the external attributes
+// (miniz's MZ_ZIP_DOS_DIR_ATTRIBUTE_BITFLAG).
+constexpr uint32_t kDosDirectoryAttribute = 0x10;
+
+}  // namespace
+
+Status CheckNameParity(const std::vector<CentralEntry>& central) {
+  std::vector<size_t> order(central.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return LessIgnoringCase(central[a].name, central[b].name); });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const size_t a = std::min(order[k - 1], order[k]), b = std::max(order[k - 1], order[k]);
+    const CentralEntry& first = central[a];
+    const CentralEntry& second = central[b];
+    if (!EqualIgnoringCase(first.name, second.name)) continue;
+    const std::string both = "central directory entries at " + std::to_string(first.offset) + " and " +
+                             std::to_string(second.offset);
+    if (first.name == second.name) {
+      return Status::Ambiguous("duplicate entry name (" + both +
+                               "): one name for two records, torch reads whichever its binary search reaches")
+          .WithOffset(second.offset)
+          .WithRecord(second.name);
+    }
+    return Status::Ambiguous("entry names " + Quote(first.name) + " and " + Quote(second.name) + " (" + both +
+                             ") differ only in case: torch looks names up ignoring case and may read either "
+                             "for both, zerofold reads each by its exact name")
+        .WithOffset(second.offset)
+        .WithRecord(second.name);
+  }
+  return Status::OK();
+}
+
+Status CheckDirectoryEntry(const CentralEntry& c) {
+  const bool slash = !c.name.empty() && c.name.back() == '/';
+  const bool attribute = (c.external_attributes & kDosDirectoryAttribute) != 0;
+  if (c.size == 0 || (!slash && !attribute)) return Status::OK();
+  return Status::Ambiguous(std::string("entry is marked a directory (") +
+                           (slash ? "its name ends in '/'" : "external attributes " + Hex(c.external_attributes, 8)) +
+                           ") but holds " + std::to_string(c.size) +
+                           " bytes: torch reads none of them (an unwritten buffer), zerofold would read them")
+      .WithOffset(c.offset + (slash ? kCentralFileHeaderSize : kCentralExternalAttributesOffset))
+      .WithRecord(c.name);
+}
+
+Status CheckDataFits(const CentralEntry& c, uint64_t cd_offset) {
+  const uint64_t header = uint64_t{kLocalFileHeaderSize} + c.name.size();
+  const std::optional<uint64_t> data = io::CheckedAdd(c.header_offset, header);
+  if (data && io::RangeInside(*data, c.compressed_size, cd_offset)) return Status::OK();
+  return Status::Corrupt("entry of " + std::to_string(c.compressed_size) + " bytes with its local header at " +
+                         std::to_string(c.header_offset) + " runs past the central directory at " +
+                         std::to_string(cd_offset) + " (the file ends at or after it)")
+      .WithOffset(c.offset + kCentralCompressedSizeOffset)
+      .WithRecord(c.name);
+}
+
+Status CheckArchiveStart(const std::vector<CentralEntry>& central) {
+  const CentralEntry& first = *std::min_element(
+      central.begin(), central.end(),
+      [](const CentralEntry& a, const CentralEntry& b) { return a.header_offset < b.header_offset; });
+  if (first.header_offset == 0) return Status::OK();
+  return Status::Ambiguous(std::to_string(first.header_offset) +
+                           " bytes before the first entry's local header belong to no entry: torch reads the "
+                           "entries the central directory lists, a reader walking local headers from offset 0 "
+                           "(zerofold reading a pipe) reads those bytes as a record")
+      .WithOffset(0)
+      .WithRecord(first.name);
 }
 
 }  // namespace zerofold::zip

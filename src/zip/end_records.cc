@@ -29,6 +29,12 @@ struct EndOfCentralDir {
 // kFirstTailBytes are scanned first (a torch archive has no comment: its
 // record is the last 22 bytes), then, if no record is there, the whole
 // window a comment can need: the match nearest the end is found either way.
+//
+// torch reads another record when the comment hides one: miniz's
+// mz_zip_reader_locate_header_sig (third_party/miniz-2.1.0 and -3.0.2
+// alike) scans back from the end for the last signature with at least 22
+// bytes after it and never looks at the comment length. That signature
+// lies at or after ours; when it is not ours, the file is kAmbiguous.
 constexpr uint64_t kFirstTailBytes = 4096;
 
 Result<EndOfCentralDir> FindEndOfCentralDir(const RandomSource& src) {
@@ -46,11 +52,20 @@ Result<EndOfCentralDir> FindEndOfCentralDir(const RandomSource& src) {
     const uint64_t window_offset = size - window;
     tail.resize(static_cast<size_t>(window));
     ZF_TRY(ReadExactAt(src, window_offset, tail));
+    std::optional<uint64_t> torch_offset;  // the last signature: miniz's pick
     for (size_t i = tail.size() - kEndOfCentralDirSize + 1; i-- > 0;) {
       const std::byte* p = tail.data() + i;
       if (io::DecodeU32le(p) != kEndOfCentralDirSignature) continue;
+      if (!torch_offset) torch_offset = window_offset + i;
       const uint16_t comment_length = io::DecodeU16le(p + kEndOfCentralDirCommentLengthOffset);
       if (i + kEndOfCentralDirSize + comment_length != tail.size()) continue;
+      if (*torch_offset != window_offset + i) {
+        return Status::Ambiguous("two end of central directory records: torch (miniz) reads the last "
+                                 "signature, at " + std::to_string(*torch_offset) +
+                                 ", zerofold the record whose comment reaches the end of the file, at " +
+                                 std::to_string(window_offset + i))
+            .WithOffset(*torch_offset);
+      }
       io::Cursor cur(std::span<const std::byte>(p, kEndOfCentralDirSize), window_offset + i);
       EndOfCentralDir e;
       e.offset = cur.offset();

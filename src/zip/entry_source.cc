@@ -18,7 +18,8 @@ constexpr size_t kInputChunk = 1 << 16;
 
 class StoredEntrySource final : public EntrySource {
  public:
-  StoredEntrySource(const RandomSource& archive, const Entry& entry) : archive_(archive), entry_(entry) {}
+  StoredEntrySource(const RandomSource& archive, const Entry& entry)
+      : archive_(archive), entry_(entry), crc_(entry) {}
   Result<size_t> ReadAt(uint64_t offset, std::span<std::byte> dst) const override {
     if (offset >= entry_.size) return size_t{0};
     const size_t n = static_cast<size_t>(std::min<uint64_t>(dst.size(), entry_.size - offset));
@@ -26,6 +27,8 @@ class StoredEntrySource final : public EntrySource {
     // reported at its absolute offset.
     Status read = ReadExactAt(archive_, entry_.data_offset + offset, dst.first(n));
     if (!read.ok()) return read.WithRecord(entry_.name);
+    std::lock_guard<std::mutex> lock(mu_);
+    ZF_TRY(crc_.See(offset, dst.first(n)));
     return n;
   }
   uint64_t size() const override { return entry_.size; }
@@ -35,6 +38,8 @@ class StoredEntrySource final : public EntrySource {
  private:
   const RandomSource& archive_;
   const Entry entry_;
+  mutable std::mutex mu_;
+  mutable StreamedCrc crc_;
 };
 
 // The compressed bytes of a deflated entry, read from the archive.
@@ -124,7 +129,7 @@ class DeflatedEntrySource final : public EntrySource {
       return Status::Corrupt("the deflate stream ends after " + std::to_string(inflater_->input_bytes()) +
                              " of the entry's " + std::to_string(entry_.compressed_size) + " compressed bytes")
           .WithOffset(entry_.data_offset + inflater_->input_bytes());
-    if (crc_ != entry_.crc32)
+    if (CrcRecorded(entry_.crc32) && crc_ != entry_.crc32)
       return Status::Corrupt("CRC-32 of the inflated data is " + Hex(crc_, 8) + ", the central directory says " +
                              Hex(entry_.crc32, 8))
           .WithOffset(entry_.data_offset);
@@ -144,6 +149,58 @@ class DeflatedEntrySource final : public EntrySource {
 
 }  // namespace
 
+StreamedCrc::StreamedCrc(const Entry& entry)
+    : name_(entry.name), data_offset_(entry.data_offset), size_(entry.size), expected_(entry.crc32) {}
+
+Status StreamedCrc::See(uint64_t pos, std::span<const std::byte> bytes) {
+  if (!CrcRecorded(expected_) || bytes.empty()) return Status::OK();
+  if (pos == 0 && skipped_) {  // a new pass
+    next_ = 0;
+    crc_ = 0;
+    skipped_ = false;
+  }
+  if (skipped_ || checked_) return Status::OK();
+  if (pos > next_) {
+    skipped_ = true;
+    return Status::OK();
+  }
+  const uint64_t end = pos + bytes.size();
+  if (end <= next_) return Status::OK();
+  crc_ = Crc32(crc_, bytes.subspan(static_cast<size_t>(next_ - pos)));
+  next_ = end;
+  if (next_ < size_) return Status::OK();
+  if (crc_ != expected_) {
+    skipped_ = true;  // report once per pass
+    return Status::Corrupt("CRC-32 of the record's " + std::to_string(size_) + " bytes is " + Hex(crc_, 8) +
+                           ", the central directory says " + Hex(expected_, 8))
+        .WithOffset(data_offset_)
+        .WithRecord(name_);
+  }
+  checked_ = true;
+  return Status::OK();
+}
+
+StreamedCrcs::StreamedCrcs(const std::vector<Entry>& entries) {
+  for (const Entry& e : entries) {
+    if (e.deflated() || !CrcRecorded(e.crc32) || e.size == 0) continue;
+    records_.push_back(Record{e.data_offset, e.data_offset + e.size, StreamedCrc(e)});
+  }
+  std::sort(records_.begin(), records_.end(), [](const Record& a, const Record& b) { return a.begin < b.begin; });
+}
+
+Status StreamedCrcs::See(uint64_t file_pos, std::span<const std::byte> bytes) {
+  const uint64_t end = file_pos + bytes.size();
+  while (first_ < records_.size() && records_[first_].end <= file_pos) ++first_;
+  for (size_t i = first_; i < records_.size() && records_[i].begin < end; ++i) {
+    Record& r = records_[i];
+    const uint64_t from = std::max(file_pos, r.begin), to = std::min(end, r.end);
+    if (from >= to) continue;
+    ZF_TRY(r.crc.See(from - r.begin, bytes.subspan(static_cast<size_t>(from - file_pos),
+                                                   static_cast<size_t>(to - from))));
+  }
+  return Status::OK();
+}
+
 std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry& entry) {
   if (entry.method == kMethodDeflated) return std::make_unique<DeflatedEntrySource>(archive, entry);
   return std::make_unique<StoredEntrySource>(archive, entry);
@@ -152,8 +209,15 @@ std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry&
 Result<EntrySource*> OpenEntries::Open(const RandomSource& archive, const Entry& entry) {
   if (!entry.located()) return Status::Internal("entry opened before its local header was read").WithRecord(entry.name);
   if (!entry.deflated()) {
-    stored_ = OpenEntry(archive, entry);
-    return stored_.get();
+    std::unique_ptr<EntrySource>& open = stored_[{&archive, entry.data_offset, entry.size}];
+    if (open == nullptr) {
+      if (stored_.size() > kOpenStored) {
+        stored_.clear();
+        return Open(archive, entry);
+      }
+      open = OpenEntry(archive, entry);
+    }
+    return open.get();
   }
   for (size_t i = 0; i < deflated_.size(); ++i) {
     if (deflated_[i].archive == &archive && deflated_[i].data_offset == entry.data_offset) {
@@ -178,6 +242,7 @@ Status OpenEntries::Finish() {
     if (first.ok() && !s.ok()) first = std::move(s.WithPath(k.archive->name()));
   }
   deflated_.clear();
+  stored_.clear();
   return first;
 }
 
@@ -197,7 +262,7 @@ Result<std::vector<std::byte>> ReadEntry(const RandomSource& src, const Entry& l
   if (read.ok()) read = bytes->Finish();
   if (!read.ok()) return read.WithRecord(entry.name);
   const uint32_t crc = Crc32(0, data);
-  if (crc != entry.crc32) {
+  if (CrcRecorded(entry.crc32) && crc != entry.crc32) {
     return Status::Corrupt("CRC-32 of the data is " + Hex(crc, 8) + ", the central directory says " +
                            Hex(entry.crc32, 8))
         .WithOffset(entry.data_offset)

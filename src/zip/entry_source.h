@@ -15,7 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "zerofold/env.h"
@@ -28,7 +32,8 @@ class EntrySource : public RandomSource {
  public:
   // Reads the rest of a deflated entry, checking its sizes and CRC-32, if
   // reads have not reached its end already. OK at once for stored entries,
-  // whose CRC-32 only ReadEntry checks.
+  // whose CRC-32 is checked when reads go through the whole entry front to
+  // back (StreamedCrc) and never by an extra read.
   virtual Status Finish() = 0;
 };
 
@@ -36,15 +41,72 @@ class EntrySource : public RandomSource {
 // located (LocateEntry checked it lies inside its room).
 std::unique_ptr<EntrySource> OpenEntry(const RandomSource& archive, const Entry& entry);
 
+// The CRC-32 check of a record read front to back, folded into the reads
+// themselves: every byte is folded once as it goes by, and the sum is
+// compared when the record's last byte is seen; no byte is read for it. A
+// read that skips ahead ends the check for this pass (a part of a record is
+// not checked); a later read from offset 0 starts a new pass. Bytes seen
+// again (a read behind the furthest one) are not folded twice. A CRC-32 of
+// 0 is not recorded (CrcRecorded) and nothing is checked. Not thread-safe.
+class StreamedCrc {
+ public:
+  // `entry`: the record's name, data_offset (for messages), size (the
+  // uncompressed bytes a pass must see) and crc32.
+  explicit StreamedCrc(const Entry& entry);
+
+  // Sees bytes [pos, pos + bytes.size()) of the record (uncompressed
+  // offsets). kCorrupt (record = the entry's name, offset = its data
+  // offset) when they end a pass whose CRC-32 differs from the entry's.
+  Status See(uint64_t pos, std::span<const std::byte> bytes);
+
+  // True once a pass saw every byte and the CRC-32 matched.
+  bool checked() const { return checked_; }
+
+ private:
+  std::string name_;
+  uint64_t data_offset_ = 0;
+  uint64_t size_ = 0;
+  uint32_t expected_ = 0;
+  uint64_t next_ = 0;  // bytes folded this pass, from offset 0
+  uint32_t crc_ = 0;
+  bool skipped_ = false;  // this pass skipped bytes
+  bool checked_ = false;
+};
+
+// StreamedCrc for the stored records of one archive read front to back as
+// a whole file (a copy of it): each read of the file feeds the records it
+// overlaps. Deflated records and records with no CRC-32 recorded are left
+// out. Not thread-safe.
+class StreamedCrcs {
+ public:
+  // REQUIRES: every entry located.
+  explicit StreamedCrcs(const std::vector<Entry>& entries);
+
+  // Sees bytes [file_pos, file_pos + bytes.size()) of the archive.
+  // kCorrupt as StreamedCrc::See.
+  Status See(uint64_t file_pos, std::span<const std::byte> bytes);
+
+ private:
+  struct Record {
+    uint64_t begin, end;  // data bytes in the file
+    StreamedCrc crc;
+  };
+  std::vector<Record> records_;  // by begin
+  size_t first_ = 0;             // records before it ended before the last read
+};
+
 // Entries kept open across reads, for readers that go forward through a few
 // entries at once (merge reading slices of several ranks' partitions; shrink
 // reading views of several storages): each continues inflating where it
 // stopped instead of starting again from the entry's first byte. The last
-// kOpen deflated entries stay open; a stored entry is opened afresh on each
-// call (it costs nothing). Not thread-safe.
+// kOpen deflated entries stay open; stored ones stay open too (they hold no
+// buffer; up to kOpenStored, then all are dropped), so that a stored entry
+// read front to back over several calls, in pieces, has its CRC-32 checked
+// (StreamedCrc). Not thread-safe.
 class OpenEntries {
  public:
   static constexpr size_t kOpen = 4;
+  static constexpr size_t kOpenStored = size_t{1} << 16;
 
   // The bytes of `entry` of `archive`, valid until the next call. Closing
   // the least recently used deflated entry finishes it (its sizes and CRC-32
@@ -63,12 +125,14 @@ class OpenEntries {
     uint64_t data_offset;
     std::unique_ptr<EntrySource> source;
   };
-  std::unique_ptr<EntrySource> stored_;
+  // By data offset and size: an empty tensor of a safetensors file starts
+  // where the next one does.
+  std::map<std::tuple<const RandomSource*, uint64_t, uint64_t>, std::unique_ptr<EntrySource>> stored_;
   std::vector<Kept> deflated_;  // most recently used last
 };
 
 // Reads an entry whole into memory (inflating a deflated one) and checks
-// its CRC-32 against the central directory; locates it first (LocateEntry,
+// its CRC-32 against the central directory (unless 0: not recorded); locates it first (LocateEntry,
 // and its errors) when it is not located. kLimit when entry.size >
 // max_bytes; kCorrupt (record = the entry's name, offset = its data offset)
 // on a CRC mismatch, and as zip/inflate.h for a bad deflate stream.

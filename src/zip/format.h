@@ -109,6 +109,7 @@ static_assert(kEndOfCentralDirSize == 22);
 // General purpose bit flags, APPNOTE 4.4.4.
 constexpr uint16_t kFlagEncrypted = 1u << 0;
 constexpr uint16_t kFlagDataDescriptor = 1u << 3;
+constexpr uint16_t kFlagPatch = 1u << 5;  // compressed patched data
 constexpr uint16_t kFlagStrongEncryption = 1u << 6;
 constexpr uint16_t kFlagUtf8 = 1u << 11;
 constexpr uint16_t kFlagMaskedHeaders = 1u << 13;  // central directory encryption

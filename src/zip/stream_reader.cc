@@ -405,13 +405,16 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
     const uint32_t crc = d.crc32;
     const uint64_t compressed = d.compressed_size;
     const uint64_t uncompressed = d.uncompressed_size;
-    if (compressed == done_ && uncompressed == done_ && crc != crc_) {
+    // A descriptor CRC-32 of 0 is not recorded (CrcRecorded): the sizes
+    // alone find it.
+    const bool crc_matches = !CrcRecorded(crc) || crc == crc_;
+    if (compressed == done_ && uncompressed == done_ && !crc_matches) {
       // The sizes match the data so far: this is the descriptor, and the
       // data does not match its CRC-32.
       return Corrupt("CRC-32 of the data is " + Hex(crc_, 8) + ", the data descriptor says " + Hex(crc, 8),
                      entry_.data_offset);
     }
-    if (crc == crc_ && compressed == done_ && uncompressed == done_) {
+    if (crc_matches && compressed == done_ && uncompressed == done_) {
       Consume(desc, /*data=*/false, nullptr);
       entry_.size_known = true;
       entry_.size = done_;
@@ -425,7 +428,7 @@ Status StreamReader::ScanForDescriptor(std::vector<std::byte>* keep, uint64_t ma
 
 Status StreamReader::CheckDescriptor(uint64_t compressed_size) {
   if (!entry_.has_descriptor) {
-    if (crc_ != entry_.crc32) {
+    if (CrcRecorded(entry_.crc32) && crc_ != entry_.crc32) {
       return Corrupt("CRC-32 of the data is " + Hex(crc_, 8) + ", the local header says " +
                          Hex(entry_.crc32, 8),
                      entry_.data_offset);
@@ -453,7 +456,7 @@ Status StreamReader::CheckDescriptor(uint64_t compressed_size) {
                        " and " + std::to_string(entry_.size) + " bytes",
                    at);
   }
-  if (crc != crc_) {
+  if (CrcRecorded(crc) && crc != crc_) {
     return Corrupt("CRC-32 of the data is " + Hex(crc_, 8) + ", the data descriptor says " + Hex(crc, 8),
                    entry_.data_offset);
   }
@@ -603,7 +606,7 @@ Status StreamReader::FinishImpl() {
       what = "gives " + std::to_string(c.compressed_size) + " and " + std::to_string(c.size) +
              " bytes (compressed and not), the stream had " + std::to_string(s.compressed_size) + " and " +
              std::to_string(s.size);
-    } else if (c.crc32 != s.crc32) {
+    } else if (CrcRecorded(c.crc32) && c.crc32 != s.crc32) {
       what = "gives CRC-32 " + Hex(c.crc32, 8) + ", the stream's data has " + Hex(s.crc32, 8);
     }
     if (!what.empty()) {

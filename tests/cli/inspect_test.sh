@@ -106,7 +106,7 @@ with zipfile.ZipFile(os.path.join(out, "key.pt"), "w", zipfile.ZIP_STORED) as w:
         w.writestr(i.filename, d)
 EOF
 run_z inspect badname.pt
-expect "record not UTF-8" 1 'zerofold: badname.pt: \x9dare_tensor/data.pkl @ 30: corrupt: local header names "bare_tensor/data.pkl", the central directory "\x9dare_tensor/data.pkl"
+expect "record not UTF-8" 1 'zerofold: badname.pt: \x9dare_tensor/data.pkl @ 30: ambiguous: local header names "bare_tensor/data.pkl", the central directory "\x9dare_tensor/data.pkl": torch finds the record by the central name, a reader of local headers by the local one
 '
 run_z inspect ctl.pt
 expect "record with control bytes and NUL" 1 'zerofold: ctl.pt: \x1b\n\\\x00\xff\tensor/data.pkl @ 512: corrupt: entry name "\x1b\x0a\x5c\x00\xff\x09ensor/data.pkl" contains a backslash
@@ -126,8 +126,8 @@ paths = [f["path"] for f in d["files"]]
 assert len(paths) == 4 and paths[0].endswith("torch/views.pt") and paths[1:] == ["badname.pt", "ctl.pt", "key.pt"], paths
 assert len(d["files"][0]["tensors"]) == 6, d["files"][0]
 errors = [f["error"] for f in d["files"][1:]]
-assert errors[0] == {"code": "corrupt", "record": "\\x9dare_tensor/data.pkl", "offset": 30, "message":
-    "local header names \"bare_tensor/data.pkl\", the central directory \"\\x9dare_tensor/data.pkl\"",
+assert errors[0] == {"code": "ambiguous", "record": "\\x9dare_tensor/data.pkl", "offset": 30, "message":
+    "local header names \"bare_tensor/data.pkl\", the central directory \"\\x9dare_tensor/data.pkl\": torch finds the record by the central name, a reader of local headers by the local one",
     "path": "badname.pt"}, errors[0]
 assert [e["path"] for e in errors] == paths[1:], errors
 assert errors[1]["record"] == "\x1b\n\\\x00\\xff\tensor/data.pkl" and errors[1]["offset"] == 512, errors[1]

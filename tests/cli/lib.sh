@@ -122,7 +122,7 @@ assert not any(0x80 <= ord(c) <= 0x9F for c in text)' "$ERR" 2>/dev/null; then
   if [ "${#lines[@]}" -eq 2 ] && [[ ${lines[1]} != "zerofold: hint: "* ]]; then
     fail "$name: second stderr line is no hint: ${lines[1]}"
   fi
-  local re="^zerofold: ${path//./\\.}: (.+ )?(@ [0-9]+: )?(corrupt|unsupported|unsafe|limit): [^ ].*$"
+  local re="^zerofold: ${path//./\\.}: (.+ )?(@ [0-9]+: )?(corrupt|unsupported|unsafe|limit|ambiguous): [^ ].*$"
   [[ $first =~ $re ]] || fail "$name: error line not in the format: $first"
 }
 

@@ -350,16 +350,14 @@ EOF
 run_z scan --json --no-progress flip.pt
 expect "bit flip, metadata only: not read, safe" 0 ""
 run_z scan --json --hash --no-progress flip.pt
-# EXPECTED TO FAIL on branch scan: the records' CRC-32 is checked by the zipcheck helper's
-# change (issue 27, "a non-zero CRC-32 is checked against the data on every read that streams
-# a whole record"). Once it is merged this must pass: drop the known-bug branch below.
+# The records' CRC-32 is checked on every read of a whole record (--hash reads each).
 if [ "$RC" = 1 ] && "$PY" -c '
 import json, sys
 o = json.loads(open(sys.argv[1]).readline())
 sys.exit(0 if o["verdict"] == "corrupt" and o["error"]["path"] == "flip.pt" and o["error"]["record"].endswith("data/0") else 1)' "$OUT"; then
   ok
 else
-  ok; zf_known_bug crc "scan --hash of a bit-flipped stored record: exit $RC, want 1 and verdict corrupt naming flip.pt and its data/0 record (expected to pass once the CRC-32 check lands)"
+  bad "scan --hash of a bit-flipped stored record: exit $RC, want 1 and verdict corrupt naming flip.pt and its data/0 record"
 fi
 
 # A deflated record's damage: its CRC-32 is checked as --hash finishes the record.
@@ -395,11 +393,25 @@ with zipfile.ZipFile(sys.argv[2], "w") as out:
     out.writestr(pkl.filename[:-len("data.pkl")] + "DATA.PKL", src.read(pkl))
 EOF
 run_z scan --json --no-progress twin.pt
-# EXPECTED TO FAIL on branch scan: the container-parity checks (Code::kAmbiguous) are the
-# zipcheck helper's change; scan reports whatever the reader says.
+# torch 1.13's miniz finds names case-insensitively: two readings, refused as ambiguous.
 if [ "$RC" = 1 ] && grep -q '"verdict":"ambiguous"' "$OUT"; then ok; else
-  ok; zf_known_bug ambiguous "scan of an archive with data.pkl and DATA.PKL: exit $RC, want 1 and verdict ambiguous (expected to pass once the zip parity checks land)"
+  bad "scan of an archive with data.pkl and DATA.PKL: exit $RC, want 1 and verdict ambiguous"
 fi
+
+# Every crafted zip of the container-parity suite (fixtures/zipcheck/make_ambiguous.py): scan reads
+# local headers too, so the local-name and local-encryption cases are ambiguous here as well.
+mkdir -p parity && "$PY" "$ZF_ROOT/fixtures/zipcheck/make_ambiguous.py" parity >/dev/null 2>&1 || bad "make_ambiguous.py"
+run_z scan --json --no-progress parity
+"$PY" -c '
+import json, sys
+by = {o["path"].split("/")[-1]: o for o in map(json.loads, open(sys.argv[1])) if o["type"] == "file"}
+pts = [n for n in by if n.endswith(".pt")]
+assert len(pts) >= 8, pts
+for n in pts:
+    want = "corrupt" if n == "size_past_end.pt" else "ambiguous"
+    assert by[n]["verdict"] == want, (n, by[n])
+    assert by[n]["error"]["code"] == want, (n, by[n]["error"])' "$OUT" && [ "$RC" = 1 ] && ok ||
+  bad "scan of the crafted ambiguous zips: exit $RC: $(head -c 600 "$OUT")"
 
 # --- inspect FOLDER names the files it did not read -----------------------------------------
 cp tree/st/evil.pkl tree/hf/

@@ -18,7 +18,8 @@ namespace zerofold::zip {
 namespace {
 
 bool AllowedError(Code code) {
-  return code == Code::kCorrupt || code == Code::kUnsupported || code == Code::kLimit;
+  return code == Code::kCorrupt || code == Code::kUnsupported || code == Code::kLimit ||
+         code == Code::kAmbiguous;
 }
 
 std::vector<std::byte> Mutate(const std::vector<std::byte>& base, std::mt19937_64& rng) {
