@@ -590,9 +590,13 @@ Status StreamReader::FinishImpl() {
   ZF_ASSIGN_OR_RETURN(std::vector<CentralEntry> central,
                       ParseCentralDirectory(std::span(tail).first(static_cast<size_t>(end.cd_size)), base,
                                             end.entries));
+  // What ReadArchive refuses as ambiguous from the central directory alone
+  // (zip/central_directory.h), refused from a pipe too.
+  ZF_TRY(CheckNameParity(central));
   for (size_t i = 0; i < central.size(); ++i) {
     const CentralEntry& c = central[i];
     const Seen& s = seen_[i];
+    ZF_TRY(CheckDirectoryEntry(c));
     std::string what;
     if (c.name != s.name) {
       what = "names " + Quote(c.name) + " where the stream had " + Quote(s.name);

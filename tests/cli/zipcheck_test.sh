@@ -73,6 +73,21 @@ refused directory_entry inspect ambiguous 't/data/0 @ 391' 'marked a directory (
 expect_true "size_past_end: torch 1.13 refuses it too" "reading size_past_end | grep -q 'torch 1.13 fails: RuntimeError'"
 refused size_past_end inspect corrupt 't/data/0 @ 373' 'entry of 1048576 bytes with its local header at 202 runs past the central directory at 297'
 
+# From a pipe (the stream reader walks local headers, then checks the central directory):
+# every crafted zip is refused too, with exit 1 and no output (the case-folded twin and the
+# directory entry passed through `shrink -` with exit 0 before).
+for f in amb/*.pt; do
+  name=$(basename "$f" .pt)
+  run_z shrink - "amb/$name.piped.pt" <"$f"
+  zf_checks=$((zf_checks + 1))
+  [ "$RC" = 1 ] || fail "$name from a pipe: shrink exit $RC, want 1: $(cat "$ERR")"
+  [ ! -e "amb/$name.piped.pt" ] || fail "$name from a pipe: shrink left an output"
+done
+for name in case_names directory_entry; do
+  run_z shrink - "amb/$name.piped.pt" <"amb/$name.pt"
+  expect_true "$name from a pipe: ambiguous" "grep -q 'ambiguous: ' '$ERR'"
+done
+
 # --- CRC-32 0: not recorded -------------------------------------------------------------------
 crc0=$ZC/crc0_state_dict.pt
 ref=$ZC/crc0_ref.pt
