@@ -8,6 +8,7 @@
 #include "megatron/folder.h"
 #include "model/graph_children.h"
 #include "model/hf_folder.h"
+#include "pickle/safety.h"
 #include "torch/dtype.h"
 #include "torch/read.h"
 
@@ -80,7 +81,11 @@ Result<CommonState> ReadCommon(Env* env, const std::string& folder, const torch:
   const torch::Checkpoint& ckpt = *read_ckpt;
   const Graph& g = ckpt.graph;
   c.unsafe_globals = ckpt.unsafe_globals;
-  if (!IsMapping(g, ckpt.root)) return Status::Corrupt("the root is no dict").WithPath(path).WithRecord("data.pkl");
+  if (!IsMapping(g, ckpt.root)) {
+    // torch.load of the folder runs what it names whatever its root is.
+    if (!c.unsafe_globals.empty()) return pickle::RefuseUnsafe(c.unsafe_globals, kUnsafeCommonHint).WithPath(path);
+    return Status::Corrupt("the root is no dict").WithPath(path).WithRecord("data.pkl");
+  }
   const std::vector<NodeId> top = model::MappingEntries(g, ckpt.root);
   for (size_t i = 0; i + 1 < top.size(); i += 2) {
     if (g.kind(top[i]) != Kind::kStr) continue;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,10 @@ struct CommonState {
 
 // Reads `folder`/common.pt (present = false when there is none). Errors
 // of the torch reader, with the file's path; kCorrupt when its root is no
-// dict.
+// dict (kUnsafe naming its unsafe globals when it has any: torch.load runs
+// them whatever the root).
+inline constexpr std::string_view kUnsafeCommonHint =
+    "merge writes nothing of common.pt; --keep-unsafe merges the tensors anyway";
 Result<CommonState> ReadCommon(Env* env, const std::string& folder, const torch::ReadOptions& read);
 
 }  // namespace zerofold::megatron

@@ -4,8 +4,10 @@
 
 #include "dcp/folder.h"
 #include "dcp/merge.h"
+#include "megatron/common.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
+#include "model/hf_folder.h"
 #include "output/folder.h"
 #include "pickle/safety.h"
 #include "zero/merge.h"
@@ -70,6 +72,15 @@ Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string
   report->dcp_folder = folder.torch_dist;
   report->tag_folder = folder.torch_dist;
   report->tag = folder.iteration_folder;
+  // Nothing of common.pt is merged, but torch.load of the folder's
+  // common.pt runs what it names: refused like any other input's globals.
+  if (!options.keep_unsafe) {
+    Result<megatron::CommonState> common = megatron::ReadCommon(env, folder.torch_dist, options.read);
+    if (!common.ok() && common.status().code() == Code::kUnsafe) return common.status();
+    if (common.ok() && !common->unsafe_globals.empty())
+      return pickle::RefuseUnsafe(common->unsafe_globals, megatron::kUnsafeCommonHint)
+          .WithPath(model::JoinPath(folder.torch_dist, megatron::kCommonFile));
+  }
   megatron::MergeOptions plan_options;
   plan_options.select = options.select;
   plan_options.dtype = options.dtype;

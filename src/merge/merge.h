@@ -62,7 +62,8 @@ struct MergeOptions : OutputOptions {
   bool unstack = false;
   // DeepSpeed: merge rank files whose pickles name unsafe globals
   // (pickle/safety.h; --keep-unsafe), with a warning; without it such a
-  // file is kUnsafe. The globals are never run and never carried (merge
+  // file is kUnsafe. Megatron: the same for the folder's common.pt, which
+  // is judged only (nothing of it is merged). The globals are never run and never carried (merge
   // writes only tensors). DCP chunk archives and .metadata with unsafe
   // globals are refused either way (dcp/plan.cc, dcp/metadata.cc): zerofold
   // locates their tensors through the pickle's known schema.

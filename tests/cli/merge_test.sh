@@ -219,6 +219,18 @@ expect "--keep-unsafe warns" 0 "zerofold: ckpt/global_step2/mp_rank_00_model_sta
   "$Z" merge --keep-unsafe ckpt out
 expect "--quiet hides warnings" 0 "" "$Z" merge --keep-unsafe --quiet --force ckpt out
 
+# A Megatron folder whose common.pt names an unsafe global: merge reads nothing of common.pt,
+# but torch.load of it runs the global, so the merge is refused too (it went on before).
+rm -rf mg out
+cp -r "$DS/../megatron/gpt_tp2pp2_mlm/ckpt" mg
+cp "$DS/../bad/unsafe_os_system.pt" mg/iter_0000010/common.pt
+expect "Megatron: unsafe common.pt refused" 1 "zerofold: mg/iter_0000010/common.pt: unsafe: pickle references unsafe globals: posix.system (runs code: processes and the operating system) (merge writes nothing of common.pt; --keep-unsafe merges the tensors anyway)" \
+  "$Z" merge mg out
+if [ -e out ]; then bad "Megatron unsafe common.pt refused: no output" "out exists"; else ok; fi
+expect "Megatron: --keep-unsafe merges" 0 "" "$Z" merge --keep-unsafe --quiet mg out
+if [ -e out/pytorch_model.bin ]; then ok; else bad "Megatron --keep-unsafe: an output" "no out/pytorch_model.bin"; fi
+rm -rf mg out
+
 # Under a limit on open files below the rank files' count: zerofold holds at
 # most half the limit open (4 model + 4 optim files of ZeRO-3 ws4 under a
 # limit of 11, with 0-2 taken: holding all would need fds 0-10 before the
