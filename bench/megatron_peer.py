@@ -59,13 +59,18 @@ class Unpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def main(argv):
-    src, out = argv
+def load_weights(src):
+    """Steps 1-3: every tensor key not under `optimizer.`, at full size."""
     with open(os.path.join(src, ".metadata"), "rb") as f:
         md = Unpickler(f).load()
     dcp.FileSystemReader.read_metadata = lambda self: md
     _, state = dcp113.torch_read(src, md=md, alloc=torch.empty)
-    tensors = {k: v for k, v in state.items() if isinstance(v, torch.Tensor) and not k.startswith("optimizer.")}
+    return {k: v for k, v in state.items() if isinstance(v, torch.Tensor) and not k.startswith("optimizer.")}
+
+
+def main(argv):
+    src, out = argv
+    tensors = load_weights(src)
     save_safetensors(tensors, out)
     with open(out, "rb+") as f:
         os.fsync(f.fileno())
