@@ -66,6 +66,10 @@ class [[nodiscard]] Status {
   static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
   static Status Cancelled(std::string message) { return Status(Code::kCancelled, std::move(message)); }
   static Status Ambiguous(std::string message) { return Status(Code::kAmbiguous, std::move(message)); }
+  // A status of an error `code` known only at run time (a code carried
+  // across a layer that rewrites the message). kOk, which carries no
+  // message, and values outside Code give kInternal.
+  static Status Of(Code code, std::string message);
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }

@@ -16,17 +16,20 @@ struct Why {
   char text[1024] = {};
 };
 
+// A callback's error code as a Status: the codes the library's Code shares
+// (zerofold.h), and ZF_E_IO for any other (ZF_E_NOMEM, a value of the
+// caller's own).
 Status CodeStatus(int code, std::string message) {
   switch (code) {
-    case ZF_E_CORRUPT: return Status::Corrupt(std::move(message));
-    case ZF_E_UNSUPPORTED: return Status::Unsupported(std::move(message));
-    case ZF_E_UNSAFE: return Status::Unsafe(std::move(message));
-    case ZF_E_LIMIT: return Status::Limit(std::move(message));
-    case ZF_E_INVALID_ARGUMENT: return Status::InvalidArgument(std::move(message));
-    case ZF_E_NOT_FOUND: return Status::NotFound(std::move(message));
-    case ZF_E_INTERNAL: return Status::Internal(std::move(message));
-    case ZF_CANCELLED: return Status::Cancelled(std::move(message));
-    case ZF_E_AMBIGUOUS: return Status::Ambiguous(std::move(message));
+    case ZF_E_CORRUPT:
+    case ZF_E_UNSUPPORTED:
+    case ZF_E_UNSAFE:
+    case ZF_E_LIMIT:
+    case ZF_E_INVALID_ARGUMENT:
+    case ZF_E_NOT_FOUND:
+    case ZF_E_INTERNAL:
+    case ZF_CANCELLED:
+    case ZF_E_AMBIGUOUS: return Status::Of(static_cast<Code>(code), std::move(message));
     default: return Status::IOError(std::move(message));
   }
 }

@@ -36,6 +36,23 @@ std::string_view CodeName(Code code) {
 
 Status::Status(Code code, std::string message) : state_(new State{code, kNoOffset, std::move(message), {}, {}}) {}
 
+Status Status::Of(Code code, std::string message) {
+  switch (code) {
+    case Code::kCorrupt:
+    case Code::kUnsupported:
+    case Code::kUnsafe:
+    case Code::kLimit:
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kIO:
+    case Code::kInternal:
+    case Code::kCancelled:
+    case Code::kAmbiguous: return Status(code, std::move(message));
+    case Code::kOk: break;
+  }
+  return Status(Code::kInternal, std::move(message));
+}
+
 Status::Status(const Status& other) : state_(other.state_ ? new State(*other.state_) : nullptr) {}
 
 Status& Status::operator=(const Status& other) {

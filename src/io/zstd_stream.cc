@@ -86,20 +86,8 @@ class StdoutOutput final : public NamedOutput {
 };
 
 Status WithMessage(const Status& s, std::string message) {
-  Status out;
-  switch (s.code()) {
-    case Code::kOk: return s;
-    case Code::kCorrupt: out = Status::Corrupt(std::move(message)); break;
-    case Code::kUnsupported: out = Status::Unsupported(std::move(message)); break;
-    case Code::kUnsafe: out = Status::Unsafe(std::move(message)); break;
-    case Code::kLimit: out = Status::Limit(std::move(message)); break;
-    case Code::kInvalidArgument: out = Status::InvalidArgument(std::move(message)); break;
-    case Code::kNotFound: out = Status::NotFound(std::move(message)); break;
-    case Code::kIO: out = Status::IOError(std::move(message)); break;
-    case Code::kInternal: out = Status::Internal(std::move(message)); break;
-    case Code::kCancelled: out = Status::Cancelled(std::move(message)); break;
-    case Code::kAmbiguous: out = Status::Ambiguous(std::move(message)); break;
-  }
+  if (s.ok()) return s;
+  Status out = Status::Of(s.code(), std::move(message));
   if (!s.path().empty()) out.WithPath(s.path());
   if (!s.record().empty()) out.WithRecord(s.record());
   if (s.offset() != kNoOffset) out.WithOffset(s.offset());

@@ -98,24 +98,6 @@ Result<std::pair<torch::Checkpoint, std::unique_ptr<RandomSource>>> Read(Env* en
   return std::make_pair(std::move(ckpt).value(), std::move(src));
 }
 
-// A status of `code` with `message` and no path yet.
-Status SameCode(Code code, std::string message) {
-  switch (code) {
-    case Code::kCorrupt: return Status::Corrupt(std::move(message));
-    case Code::kUnsupported: return Status::Unsupported(std::move(message));
-    case Code::kUnsafe: return Status::Unsafe(std::move(message));
-    case Code::kLimit: return Status::Limit(std::move(message));
-    case Code::kInvalidArgument: return Status::InvalidArgument(std::move(message));
-    case Code::kNotFound: return Status::NotFound(std::move(message));
-    case Code::kIO: return Status::IOError(std::move(message));
-    case Code::kCancelled: return Status::Cancelled(std::move(message));
-    case Code::kAmbiguous: return Status::Ambiguous(std::move(message));
-    case Code::kOk:
-    case Code::kInternal: break;
-  }
-  return Status::Internal(std::move(message));
-}
-
 void WarnUnsafe(const ZeroFile& f, LoadedZero* out) {
   if (f.unsafe_globals.empty()) return;
   out->warnings.emplace_back(f.path, "pickle references unsafe globals: " + pickle::DescribeUnsafe(f.unsafe_globals) +
@@ -179,7 +161,7 @@ Result<LoadedZero> LoadZeroCheckpoint(Env* env, const std::string& tag_folder, c
     // ClassifyTagFiles names a file (its base name) or nothing: give the
     // user a path they can open.
     if (s.path().empty()) return s.WithPath(tag_folder);
-    Status full = SameCode(s.code(), s.message());
+    Status full = Status::Of(s.code(), s.message());
     return full.WithPath(JoinPath(tag_folder, s.path()));
   }
   const zero::TagFiles& files = *classified;

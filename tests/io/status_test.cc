@@ -68,5 +68,20 @@ TEST_CASE("Status::ToString leaves out unset parts") {
   CHECK_EQ(Status::Corrupt("bad").WithRecord("data.pkl").ToString(), "data.pkl: corrupt: bad");
 }
 
+TEST_CASE("Status::Of gives the status of a code known at run time") {
+  for (Code code : {Code::kCorrupt, Code::kUnsupported, Code::kUnsafe, Code::kLimit, Code::kInvalidArgument,
+                    Code::kNotFound, Code::kIO, Code::kInternal, Code::kCancelled, Code::kAmbiguous}) {
+    Status s = Status::Of(code, "why");
+    CHECK(s.code() == code);
+    CHECK(s.message() == "why");
+    CHECK(s.path().empty());
+    CHECK(s.offset() == kNoOffset);
+  }
+  // kOk carries no message, and a value outside Code is no code: both kInternal.
+  CHECK(Status::Of(Code::kOk, "x").code() == Code::kInternal);
+  CHECK(Status::Of(static_cast<Code>(99), "x").code() == Code::kInternal);
+  CHECK(Status::Of(static_cast<Code>(9), "x").code() == Code::kInternal);
+}
+
 }  // namespace
 }  // namespace zerofold
