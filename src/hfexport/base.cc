@@ -75,7 +75,7 @@ Status CheckAgainstBase(const BaseModel& base, const gather::GatherPlan& plan) {
   if (!missing.empty()) message += "; " + std::to_string(missing.size()) + " missing from the export: " + FewNames(missing);
   if (!extra.empty()) message += "; " + std::to_string(extra.size()) + " not in BASE: " + FewNames(extra);
   if (!shapes.empty()) message += "; " + std::to_string(shapes.size()) + " of another shape: " + FewNames(shapes);
-  return Status::InvalidArgument(message).WithPath(base.folder);
+  return Status::Corrupt(message).WithPath(base.folder);
 }
 
 }  // namespace zerofold::hfexport

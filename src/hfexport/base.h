@@ -45,7 +45,7 @@ Result<BaseModel> ReadBase(Env* env, const std::string& folder, const model::Lis
 std::string FewNames(const std::vector<std::string>& names, size_t few = 5);
 
 // Checks the export's tensors against BASE's both ways: every BASE name
-// exported, no name BASE lacks, each shape BASE's. kInvalidArgument (path:
+// exported, no name BASE lacks, each shape BASE's. kCorrupt (path:
 // BASE) naming the names missing from the export, those extra to BASE and
 // those whose shapes differ (with both shapes), each list as FewNames.
 Status CheckAgainstBase(const BaseModel& base, const gather::GatherPlan& plan);

@@ -77,7 +77,7 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
   }
   ZF_ASSIGN_OR_RETURN(Mapped m, ApplyTable(std::move(trainer), *table, base.config));
   if (!m.unmapped.empty() && !options.drop_unmapped)
-    return Status::InvalidArgument(std::to_string(m.unmapped.size()) + " trainer tensors no rule of " + table->path +
+    return Status::Unsupported(std::to_string(m.unmapped.size()) + " trainer tensors no rule of " + table->path +
                                    " maps: " + FewNames(m.unmapped) + " (--drop-unmapped leaves them out)")
         .WithPath(base.folder);
   ZF_TRY(CheckAgainstBase(base, m.plan));

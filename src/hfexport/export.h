@@ -13,7 +13,7 @@
 //      per-rank DTensor files: names map one to one), else "torchtitan".
 //   3. Megatron: stacked layers and experts split (megatron/unstack.h).
 //      Apply the table (hfexport/map.h).
-//   4. Refuse trainer tensors no rule maps (kInvalidArgument naming them),
+//   4. Refuse trainer tensors no rule maps (kUnsupported naming them),
 //      unless drop_unmapped (then they are listed in the result).
 //   5. Check against BASE both ways (CheckAgainstBase).
 //   6. Output dtype per tensor: `dtype` if given (floating tensors), else
@@ -61,8 +61,8 @@ struct HfExport {
 // Errors: ReadBase's; kCorrupt for a --hf-table file that does not parse
 // (path, offset); kNotFound for one that cannot be read; kUnsupported
 // (path: BASE's config.json) when no table fits BASE's model_type and the
-// source; kInvalidArgument for unmapped tensors (without drop_unmapped)
-// and CheckAgainstBase's refusal; ApplyTable's errors.
+// source; kUnsupported for unmapped tensors (without drop_unmapped);
+// CheckAgainstBase's kCorrupt; ApplyTable's errors.
 Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind, const HfOptions& options);
 
 }  // namespace zerofold::hfexport

@@ -16,7 +16,7 @@ using gather::GatherTensor;
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 Status Misfit(const GatherTensor& t, const Rule& r, const std::string& why) {
-  return Status::InvalidArgument("op " + std::string(OpName(r.op)) + " of rule '" + r.from + "' does not fit shape " +
+  return Status::Corrupt("op " + std::string(OpName(r.op)) + " of rule '" + r.from + "' does not fit shape " +
                                  torch::ShapeText(t.shape) + ": " + why)
       .WithRecord(t.name);
 }
@@ -34,10 +34,10 @@ Result<int64_t> Number(const Rule& r, const std::string& param, const json::Valu
     const json::Value* v = config.Find(k);
     if (!v || v->is_null()) continue;
     std::optional<int64_t> n = v->AsInt64();
-    if (!n || *n <= 0) return Status::InvalidArgument("config.json " + k + " is no positive integer");
+    if (!n || *n <= 0) return Status::Corrupt("config.json " + k + " is no positive integer");
     return *n;
   }
-  return Status::InvalidArgument("config.json has no " + keys[0] + " (op " + std::string(OpName(r.op)) + " of rule '" +
+  return Status::Corrupt("config.json has no " + keys[0] + " (op " + std::string(OpName(r.op)) + " of rule '" +
                                  r.from + "' needs it)");
 }
 
@@ -202,7 +202,7 @@ Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const 
     }
     for (GatherTensor& o : outs) {
       if (!taken.insert(o.name).second)
-        return Status::InvalidArgument("two trainer tensors map to " + o.name).WithRecord(t.name).WithPath(table.path);
+        return Status::Corrupt("two trainer tensors map to " + o.name).WithRecord(t.name).WithPath(table.path);
       m.plan.tensors.push_back(std::move(o));
     }
   }

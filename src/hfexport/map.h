@@ -23,7 +23,7 @@ struct Mapped {
 
 // Maps `trainer` (its tensors moved out) by `table` with BASE's config.json
 // `config`. Errors (record: the trainer tensor; path: the table):
-// kInvalidArgument when a tensor's shape does not fit its op with the
+// kCorrupt when a tensor's shape does not fit its op with the
 // config's numbers (rows that are no whole number of query groups, an odd
 // head_dim for rope_permute, fewer rows than vocab_size), a config value an
 // op needs that is missing or no positive integer, two tensors mapped to

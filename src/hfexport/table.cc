@@ -217,14 +217,14 @@ Result<std::string> Substitute(std::string_view to, const Bindings& bindings, co
       key.resize(plus);
     }
     auto found = bindings.find(key);
-    if (found == bindings.end()) return Status::InvalidArgument(Quoted(to) + " names {" + key + "}, which its pattern does not bind");
+    if (found == bindings.end()) return Status::Corrupt(Quoted(to) + " names {" + key + "}, which its pattern does not bind");
     if (add.empty()) {
       out += found->second;
       continue;
     }
     const json::Value* v = config.Find(add);
     std::optional<int64_t> n = v ? v->AsInt64() : std::nullopt;
-    if (!n) return Status::InvalidArgument(Quoted(to) + " adds config." + add + ", which is no integer in config.json");
+    if (!n) return Status::Corrupt(Quoted(to) + " adds config." + add + ", which is no integer in config.json");
     out += std::to_string(std::stoll(found->second) + *n);
   }
   return out;

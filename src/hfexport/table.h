@@ -93,7 +93,7 @@ using Bindings = std::map<std::string, std::string>;
 std::optional<Bindings> MatchPattern(std::string_view pattern, std::string_view name);
 
 // `to` with its placeholders replaced (`{X+key}` adding config integer
-// `key`). kInvalidArgument (naming the table's rule) for a placeholder no
+// `key`). kCorrupt (naming the table's rule) for a placeholder no
 // binding or config value gives.
 Result<std::string> Substitute(std::string_view to, const Bindings& bindings, const json::Value& config);
 
