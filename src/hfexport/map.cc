@@ -49,7 +49,9 @@ Result<GatherTensor> ShapeGrid(const GatherTensor& t) {
                              torch::ShapeText(t.shape) + " nor flat").WithRecord(t.name);
 }
 
-// Rows [begin, end) of each of `blocks` equal row blocks of t (t's dim 0 refined to [blocks, per_block]), as a tensor of shape [blocks * (end - begin), rest...].
+// Rows [begin, end) of each of `blocks` equal row blocks of t (its dim 0
+// refined into [blocks, rows / blocks]), as a tensor of shape
+// [blocks * (end - begin), t.shape[1:]...].
 Result<GatherTensor> BlockRows(const GatherTensor& t, int64_t blocks, int64_t begin, int64_t end, std::string name) {
   std::vector<int64_t> factors = {blocks, t.shape[0] / blocks};
   ZF_ASSIGN_OR_RETURN(GatherTensor g, gather::RefineGrid(t, 0, factors));
