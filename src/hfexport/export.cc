@@ -80,7 +80,8 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
     return Status::Unsupported(std::to_string(m.unmapped.size()) + " trainer tensors no rule of " + table->path +
                                    " maps: " + FewNames(m.unmapped) + " (--drop-unmapped leaves them out)")
         .WithPath(base.folder);
-  ZF_TRY(CheckAgainstBase(base, m.plan));
+  if (Status checked = CheckAgainstBase(base, m.plan); !checked.ok())
+    return Status::Corrupt(checked.message() + " (mapped by " + table->path + ")").WithPath(base.folder);
   std::map<std::string, torch::DType> dtypes;
   for (const BaseTensor& b : base.tensors) {
     dtypes.emplace(b.name, b.dtype);

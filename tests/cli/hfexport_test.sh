@@ -81,9 +81,16 @@ $HB megatron "$G" "$T/b_missing" --vocab 100 --drop model.norm.weight --extra mo
   --reshape model.layers.0.mlp.up_proj.weight
 run_z merge "$G/ckpt" "$T/r1" --hf "$T/b_missing"
 expect "names missing, extra and of another shape" 1 \
-"zerofold: $T/b_missing: corrupt: the export does not match BASE's weights; 1 missing from the export: model.extra.weight; 1 not in BASE: model.norm.weight; 1 of another shape: model.layers.0.mlp.up_proj.weight [64, 32] (BASE [65, 32])
+"zerofold: $T/b_missing: corrupt: the export does not match BASE's weights; 1 missing from the export: model.extra.weight; 1 not in BASE: model.norm.weight; 1 of another shape: model.layers.0.mlp.up_proj.weight [64, 32] (BASE [65, 32]) (mapped by builtin:tables/hf/megatron_llama.json)
 "
 expect_true "no output" "[ ! -e '$T/r1' ]"
+run_z inspect "$G/ckpt" --hf "$T/b_missing"
+expect_rc "inspect --hf: why merge --hf refuses" 1 ""
+expect_true "inspect --hf names the refusal" "grep -q '^merge --hf $T/b_missing: refuses (.*1 missing from the export: model.extra.weight' '$OUT'"
+run_z inspect "$G/ckpt" --hf "$T/base"
+expect_rc "inspect --hf" 0 ""
+expect_true "inspect --hf: the table and what it writes" \
+  "grep -q '^merge --hf $T/base: table builtin:tables/hf/megatron_llama.json (llama, megatron names): 39 tensors, 87.7 KB in 1 file$' '$OUT'"
 
 $HB megatron "$G" "$T/b_vocab" --vocab 200
 run_z merge "$G/ckpt" "$T/r2" --hf "$T/b_vocab"
