@@ -65,6 +65,14 @@ for p in 0/2 1/2 finish; do run_z merge --part $p --max-shard-size 20KB "$G/ckpt
 expect_rc "--part 0/2, 1/2, finish" 0 ""
 expect_equal "--part output" "$T/parts" "$T/base32"
 
+# A BASE of pytorch_model.bin (its pickle read for names, dtypes and shapes).
+mkdir -p "$T/base_bin"
+cp "$T/base/config.json" "$T/base/tokenizer.json" "$T/base/generation_config.json" "$T/base_bin/"
+run_z convert "$T/base/model.safetensors" "$T/base_bin/pytorch_model.bin"
+run_z merge "$G/ckpt" "$T/out_bin" --hf "$T/base_bin"
+expect_rc "a pytorch_model.bin BASE" 0 ""
+expect_equal "export against a pytorch_model.bin BASE" "$T/out_bin" "$T/base"
+
 $HB megatron "$G" "$T/tied" --vocab 100 --tie
 run_z merge "$G/ckpt" "$T/tied_out" --hf "$T/tied"
 expect_rc "tie_word_embeddings drops output_layer" 0 "" 
