@@ -4,6 +4,7 @@
   hfexport_base.py megatron FIXTURE BASE [--vocab N] [--tie] [--dtype D] [--drop NAME]
                    [--extra NAME] [--reshape NAME]
   hfexport_base.py titan FIXTURE BASE
+  hfexport_base.py same FIXTURE BASE    # names as saved (an FSDP DCP of a Hugging Face model)
   hfexport_base.py compare OUT BASE     # OUT's tensors equal BASE's, names, shapes and dtypes
 
 BASE's weights are the fixture's expected tensors (fixtures/megatron/*/expected.pt,
@@ -147,6 +148,9 @@ def main():
                "num_hidden_layers": 4, "vocab_size": int(opt(args, "--vocab") or 128),
                "tie_word_embeddings": "--tie" in args, "rms_norm_eps": 1e-5}
         tensors = megatron_to_hf(sd, cfg)
+    elif mode == "same":
+        cfg = {"model_type": "custom_model", "architectures": ["CustomForCausalLM"]}
+        tensors = dict(sd)
     else:
         cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 6,
                "num_attention_heads": 1, "num_key_value_heads": 1, "num_hidden_layers": 1, "vocab_size": 10,

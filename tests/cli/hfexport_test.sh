@@ -84,6 +84,13 @@ run_z merge "$TITAN/ckpt" "$T/tout" --hf "$T/tbase"
 expect_rc "TorchTitan llama export" 0 ""
 expect_equal "TorchTitan: wq rows permuted to HF's RoPE layout" "$T/tout" "$T/tbase"
 
+# An FSDP Distributed Checkpoint (Accelerate) of a model of any model_type: names one to one.
+$HB same "$F/dcp/accelerate_ws4" "$T/abase" --dtype bfloat16
+run_z merge "$F/dcp/accelerate_ws4/ckpt" "$T/aout" --hf "$T/abase"
+expect_rc "FSDP DCP: the one-to-one table" 0 ""
+expect_true "the hf table is named" "grep -q 'hf table builtin:tables/hf/hf_identity.json (hf names)' '$OUT'"
+expect_equal "FSDP DCP export in BASE's bfloat16" "$T/aout" "$T/abase"
+
 # --- refusals: exit non-zero, nothing written ---
 $HB megatron "$G" "$T/b_missing" --vocab 100 --drop model.norm.weight --extra model.extra.weight \
   --reshape model.layers.0.mlp.up_proj.weight
