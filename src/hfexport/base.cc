@@ -57,6 +57,8 @@ std::string FewNames(const std::vector<std::string>& names, size_t few) {
 Status CheckAgainstBase(const BaseModel& base, const gather::GatherPlan& plan) {
   std::map<std::string, const gather::GatherTensor*> exported;
   for (const gather::GatherTensor& t : plan.tensors) exported.emplace(t.name, &t);
+  for (const gather::Tie& tie : plan.ties)
+    if (auto owner = exported.find(tie.owner); owner != exported.end()) exported.emplace(tie.name, owner->second);
   std::vector<std::string> missing, extra, shapes;
   std::set<std::string> in_base;
   for (const BaseTensor& b : base.tensors) {
@@ -68,8 +70,8 @@ Status CheckAgainstBase(const BaseModel& base, const gather::GatherPlan& plan) {
       shapes.push_back(b.name + " " + torch::ShapeText(e->second->shape) + " (BASE " + torch::ShapeText(b.shape) + ")");
     }
   }
-  for (const gather::GatherTensor& t : plan.tensors)
-    if (!in_base.count(t.name)) extra.push_back(t.name);
+  for (const auto& [name, tensor] : exported)
+    if (!in_base.count(name)) extra.push_back(name);
   if (missing.empty() && extra.empty() && shapes.empty()) return Status::OK();
   std::string message = "the export does not match BASE's weights";
   if (!missing.empty()) message += "; " + std::to_string(missing.size()) + " missing from the export: " + FewNames(missing);

@@ -44,7 +44,8 @@ Result<BaseModel> ReadBase(Env* env, const std::string& folder, const model::Lis
 // "a, b, c and 4 more": the first `few` names and how many follow.
 std::string FewNames(const std::vector<std::string>& names, size_t few = 5);
 
-// Checks the export's tensors against BASE's both ways: every BASE name
+// Checks the export's tensors and ties (a tie has its owner's shape)
+// against BASE's both ways: every BASE name
 // exported, no name BASE lacks, each shape BASE's. kCorrupt (path:
 // BASE) naming the names missing from the export, those extra to BASE and
 // those whose shapes differ (with both shapes), each list as FewNames.

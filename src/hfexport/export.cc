@@ -80,6 +80,16 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
     return Status::Unsupported(std::to_string(m.unmapped.size()) + " trainer tensors no rule of " + table->path +
                                    " maps: " + FewNames(m.unmapped) + " (--drop-unmapped leaves them out)")
         .WithPath(base.folder);
+  // Ties: BASE names no rule exported, written as copies of their owners.
+  std::set<std::string> exported;
+  for (const gather::GatherTensor& t : m.plan.tensors) exported.insert(t.name);
+  for (const TableTie& tie : table->ties) {
+    const bool listed = std::any_of(base.tensors.begin(), base.tensors.end(),
+                                    [&](const BaseTensor& b) { return b.name == tie.name; });
+    if (listed && !exported.count(tie.name) && exported.count(tie.owner) &&
+        (tie.if_key.empty() || ConfigFlag(base.config, tie.if_key)))
+      m.plan.ties.push_back(gather::Tie{tie.name, tie.owner});
+  }
   if (Status checked = CheckAgainstBase(base, m.plan); !checked.ok())
     return Status::Corrupt(checked.message() + " (mapped by " + table->path + ")").WithPath(base.folder);
   std::map<std::string, torch::DType> dtypes;

@@ -15,7 +15,9 @@
 //      Apply the table (hfexport/map.h).
 //   4. Refuse trainer tensors no rule maps (kUnsupported naming them),
 //      unless drop_unmapped (then they are listed in the result).
-//   5. Check against BASE both ways (CheckAgainstBase).
+//   5. The table's ties BASE lists and no rule exported become plan ties
+//      (written as copies of their owners). Check against BASE both ways
+//      (CheckAgainstBase).
 //   6. Output dtype per tensor: `dtype` if given (floating tensors), else
 //      BASE's; kUnsupported naming a tensor whose pieces cannot be
 //      converted to it (gather::CanConvert).
@@ -48,7 +50,7 @@ struct HfOptions {
 };
 
 struct HfExport {
-  gather::GatherPlan plan;           // HF names and dtypes; the trainer plan's sources
+  gather::GatherPlan plan;           // HF names and dtypes, ties; the trainer plan's sources
   std::vector<std::string> order;    // BASE's names, in its order (the layout's)
   std::string table;                 // the table's path ("builtin:...")
   std::string family;

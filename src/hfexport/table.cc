@@ -174,6 +174,17 @@ Result<Table> ParseTable(std::string_view text, const std::string& path) {
         ZF_ASSIGN_OR_RETURN(Rule rule, ParseRule(r, path));
         t.rules.push_back(std::move(rule));
       }
+    } else if (m.key == "ties") {
+      if (!x.is_array()) return Bad(path, x.offset(), "'ties' is no list");
+      for (const json::Value& tie : x.array()) {
+        const json::Value* name = tie.Find("name");
+        const json::Value* owner = tie.Find("owner");
+        const json::Value* cond = tie.Find("if");
+        if (!name || !name->is_string() || !owner || !owner->is_string() || (cond && !cond->is_string()) ||
+            tie.members().size() != 2u + (cond ? 1 : 0))
+          return Bad(path, tie.offset(), "a tie is {\"name\": NAME, \"owner\": NAME, \"if\": KEY (optional)}");
+        t.ties.push_back(TableTie{name->string(), owner->string(), cond ? cond->string() : ""});
+      }
     } else if (m.key != "facts" && m.key != "note") {
       return Bad(path, m.key_offset, "unknown member '" + m.key + "'");
     }

@@ -11,6 +11,7 @@
 //     "architectures": ["Qwen2ForCausalLM"],  // optional: any listed matches too
 //     "strip_prefixes": ["module."],     // optional: cut from trainer names first
 //     "facts": ["where the rules come from", ...],
+//     "ties": [{"name": N, "owner": O, "if": KEY}],  // optional, below
 //     "rules": [ {"from": PATTERN, "to": NAME or [NAMES], "op": OP,
 //                 "if": CONFIG_KEY, "unless": CONFIG_KEY, PARAMS...}, ... ]
 //   }
@@ -38,6 +39,9 @@
 //                Param "heads": a config key or a number.
 //   unstack      axis 0 split: `to` holds one placeholder `from` lacks,
 //                given each index (TorchTitan's stacked experts).
+// A tie writes BASE name N as a copy of exported name O when BASE lists N,
+// no rule exported it and the condition holds (a tied lm_head.weight that
+// BASE stores beside model.embed_tokens.weight).
 #ifndef ZEROFOLD_HFEXPORT_TABLE_H_
 #define ZEROFOLD_HFEXPORT_TABLE_H_
 
@@ -67,6 +71,10 @@ struct Rule {
   uint64_t offset = 0;                  // the rule's offset in its file
 };
 
+struct TableTie {
+  std::string name, owner, if_key;
+};
+
 struct Table {
   std::string path;  // the file, or "builtin:tables/hf/<name>.json"
   std::string family;
@@ -75,6 +83,7 @@ struct Table {
   std::vector<std::string> architectures;
   std::vector<std::string> strip_prefixes;
   std::vector<Rule> rules;
+  std::vector<TableTie> ties;
 };
 
 // Parses a table. kCorrupt (path: `path`, offset: where) for text that is

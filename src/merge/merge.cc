@@ -41,7 +41,7 @@ Status MapToHf(Env* env, hfexport::SourceKind kind, const MergeOptions& options,
   report->gather = std::move(e.plan);
   std::vector<std::string> names;
   for (const gather::GatherTensor& t : report->gather.tensors) names.push_back(t.name);
-  ZF_ASSIGN_OR_RETURN(report->layout, gather::LayOut(names, {}, e.order, options.only));
+  ZF_ASSIGN_OR_RETURN(report->layout, gather::LayOut(names, report->gather.ties, e.order, options.only));
   report->hf_table = e.table;
   report->hf_family = e.family;
   report->hf_source = e.source;

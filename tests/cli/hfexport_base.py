@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """BASE folders and checks for tests/cli/hfexport_test.sh (merge --hf), on Debian's torch 1.13.
 
-  hfexport_base.py megatron FIXTURE BASE [--vocab N] [--tie] [--dtype D] [--drop NAME]
+  hfexport_base.py megatron FIXTURE BASE [--vocab N] [--tie [--stored-lm-head]] [--dtype D] [--drop NAME]
                    [--extra NAME] [--reshape NAME]
   hfexport_base.py titan FIXTURE BASE
   hfexport_base.py same FIXTURE BASE    # names as saved (an FSDP DCP of a Hugging Face model)
@@ -75,6 +75,8 @@ def megatron_to_hf(sd, cfg):
            "model.norm.weight": sd["decoder.final_layernorm.weight"]}
     if not cfg["tie_word_embeddings"]:
         out["lm_head.weight"] = sd["output_layer.weight"][:cfg["vocab_size"]]
+    elif cfg.get("stored_lm_head"):  # tied, but BASE stores the head too
+        out["lm_head.weight"] = out["model.embed_tokens.weight"].clone()
     for i in range(sd["decoder.layers.self_attention.linear_qkv.weight"].shape[0]):
         p, h = "decoder.layers.", f"model.layers.{i}."
         qkv = sd[p + "self_attention.linear_qkv.weight"][i]
@@ -147,6 +149,8 @@ def main():
                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
                "num_hidden_layers": 4, "vocab_size": int(opt(args, "--vocab") or 128),
                "tie_word_embeddings": "--tie" in args, "rms_norm_eps": 1e-5}
+        if "--stored-lm-head" in args:
+            cfg["stored_lm_head"] = True
         tensors = megatron_to_hf(sd, cfg)
     elif mode == "same":
         cfg = {"model_type": "custom_model", "architectures": ["CustomForCausalLM"]}

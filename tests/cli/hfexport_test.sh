@@ -79,6 +79,11 @@ expect_rc "tie_word_embeddings drops output_layer" 0 ""
 expect_equal "tied export" "$T/tied_out" "$T/tied"
 expect_true "the dropped tensor is named" "grep -q 'dropped by rule: module.output_layer.weight' '$OUT'"
 
+$HB megatron "$G" "$T/tied_head" --vocab 100 --tie --stored-lm-head
+run_z merge "$G/ckpt" "$T/tied_head_out" --hf "$T/tied_head"
+expect_rc "tied, and BASE stores lm_head.weight too" 0 ""
+expect_equal "lm_head.weight written as a copy of the embedding (the table's tie)" "$T/tied_head_out" "$T/tied_head"
+
 $HB titan "$TITAN" "$T/tbase"
 run_z merge "$TITAN/ckpt" "$T/tout" --hf "$T/tbase"
 expect_rc "TorchTitan llama export" 0 ""

@@ -68,6 +68,8 @@ TEST_CASE("ParseTable: the format, and each refusal with the file and offset") {
            Bad{R"({"family": "f", "sauce": 1})", "t.json: @ 16: corrupt: family table: unknown member 'sauce'"},
            Bad{R"({"family": "f", "source": "megatron", "model_types": ["llama"], "rules": [{"from": "a", "to": "b", "form": 1}]})",
                "t.json: @ 99: corrupt: family table: unknown rule member 'form'"},
+           Bad{R"({"family": "f", "source": "megatron", "model_types": ["llama"], "rules": [], "ties": [{"name": "a"}]})",
+               "t.json: @ 86: corrupt: family table: a tie is {\"name\": NAME, \"owner\": NAME, \"if\": KEY (optional)}"},
            Bad{R"({"family": )", "t.json: @ 11: corrupt: JSON: unexpected end of input, expected a value"},
        }) {
     CAPTURE(b.text);
