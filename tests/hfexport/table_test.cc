@@ -85,7 +85,7 @@ TEST_CASE("BuiltinTables: every table in tables/hf parses, one per family and so
   std::vector<std::string> names;
   for (const Table& t : *tables) names.push_back(t.source + "/" + t.family);
   for (const char* want : {"megatron/llama", "megatron/qwen2", "megatron/qwen3", "megatron/qwen3_moe", "megatron/mixtral",
-                           "megatron/deepseek_v3", "torchtitan/llama", "torchtitan/qwen3", "hf/hf"})
+                           "megatron/deepseek_v3", "torchtitan/llama", "torchtitan/qwen3", "torchtitan/deepseek_v3", "hf/hf"})
     CHECK_MESSAGE(std::find(names.begin(), names.end(), want) != names.end(), want);
 }
 
