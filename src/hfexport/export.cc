@@ -109,6 +109,8 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
   out.plan = std::move(m.plan);
   out.unmapped = std::move(m.unmapped);
   out.dropped = std::move(m.dropped);
+  out.tied = std::move(m.tied);
+  out.config_path = base.config_path;
   ZF_ASSIGN_OR_RETURN(out.copies, output::ModelFileNames(env, options.base));
   return out;
 }

@@ -58,6 +58,10 @@ struct HfExport {
   std::vector<std::string> unmapped; // trainer tensors left out (drop_unmapped)
   std::vector<std::string> dropped;  // trainer tensors drop rules left out
   std::vector<std::string> copies;   // BASE's model files copied into OUT
+  std::string config_path;           // BASE's config.json
+  // Trainer tensors tied rules dropped, each with the one it must equal
+  // (hfexport/tied.h CheckTied, before writing).
+  std::vector<std::pair<gather::GatherTensor, gather::GatherTensor>> tied;
 };
 
 // Errors: ReadBase's; kCorrupt for a --hf-table file that does not parse

@@ -1,5 +1,6 @@
 #include "hfexport/map.h"
 
+#include <map>
 #include <set>
 #include <utility>
 
@@ -133,7 +134,8 @@ Status DoOp(const GatherTensor& in, const Rule& r, const std::vector<std::string
       return Status::OK();
     }
     case Op::kUnstack:
-      return Status::Internal("unstack is done by the caller");
+    case Op::kTied:
+      return Status::Internal("done by the caller");
   }
   return Status::Internal("unknown op");
 }
@@ -145,17 +147,54 @@ bool ConfigFlag(const json::Value& config, const std::string& key) {
   return v && v->is_bool() && v->boolean();
 }
 
+namespace {
+
+std::string Stripped(const Table& table, const std::string& name) {
+  for (const std::string& p : table.strip_prefixes)
+    if (StartsWith(name, p)) return name.substr(p.size());
+  return name;
+}
+
+// The tensor with floating elements widened to float32 (exact from 16 bits).
+GatherTensor Comparable(GatherTensor t) {
+  if (torch::Info(t.dtype).is_floating) t.dtype = torch::DType::kFloat32;
+  return t;
+}
+
+}  // namespace
+
 Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const json::Value& config) {
   Mapped m;
   m.plan.sources = std::move(trainer.sources);
   std::set<std::string> taken;
-  for (GatherTensor& t : trainer.tensors) {
-    std::string name = t.name;
-    for (const std::string& p : table.strip_prefixes)
-      if (StartsWith(name, p)) {
-        name = name.substr(p.size());
-        break;
+  std::map<std::string, size_t> by_name;  // stripped trainer name -> index
+  for (size_t i = 0; i < trainer.tensors.size(); ++i) by_name.emplace(Stripped(table, trainer.tensors[i].name), i);
+  // Tied rules first: they read tensors that other rules move out.
+  for (const GatherTensor& t : trainer.tensors) {
+    const std::string name = Stripped(table, t.name);
+    for (const Rule& r : table.rules) {
+      if ((!r.if_key.empty() && !ConfigFlag(config, r.if_key)) || (!r.unless_key.empty() && ConfigFlag(config, r.unless_key)))
+        continue;
+      std::optional<Bindings> b = MatchPattern(r.from, name);
+      if (!b) continue;
+      if (r.op == Op::kTied) {
+        Result<std::string> other = Substitute(r.to[0], *b, config);
+        if (!other.ok()) return Status(other.status()).WithRecord(t.name).WithPath(table.path);
+        auto found = by_name.find(*other);
+        if (found == by_name.end() || trainer.tensors[found->second].shape != t.shape)
+          return Status::Corrupt("tied to " + *other + ", which the checkpoint " +
+                                 (found == by_name.end() ? std::string("lacks")
+                                                         : "holds with shape " +
+                                                               torch::ShapeText(trainer.tensors[found->second].shape)))
+              .WithRecord(t.name)
+              .WithPath(table.path);
+        m.tied.emplace_back(Comparable(t), Comparable(trainer.tensors[found->second]));
       }
+      break;
+    }
+  }
+  for (GatherTensor& t : trainer.tensors) {
+    const std::string name = Stripped(table, t.name);
     const Rule* rule = nullptr;
     std::optional<Bindings> b;
     for (const Rule& r : table.rules) {
@@ -170,7 +209,7 @@ Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const 
       m.unmapped.push_back(t.name);
       continue;
     }
-    if (rule->op == Op::kDrop) {
+    if (rule->op == Op::kDrop || rule->op == Op::kTied) {
       m.dropped.push_back(t.name);
       continue;
     }

@@ -18,7 +18,11 @@ namespace zerofold::hfexport {
 struct Mapped {
   gather::GatherPlan plan;             // the HF tensors, in trainer order; sources as given
   std::vector<std::string> unmapped;   // trainer names no rule matched
-  std::vector<std::string> dropped;    // trainer names a drop rule took out
+  std::vector<std::string> dropped;    // trainer names a drop or tied rule took out
+  // tied rules: each pair must hold equal elements (hfexport/tied.h); the
+  // second is the trainer tensor the rule names. Dtypes: float32 for
+  // floating tensors (an exact widening of 16-bit ones), else as saved.
+  std::vector<std::pair<gather::GatherTensor, gather::GatherTensor>> tied;
 };
 
 // Maps `trainer` (its tensors moved out) by `table` with BASE's config.json
@@ -27,7 +31,8 @@ struct Mapped {
 // config's numbers (rows that are no whole number of query groups, an odd
 // head_dim for rope_permute, fewer rows than vocab_size), a config value an
 // op needs that is missing or no positive integer, two tensors mapped to
-// one name; kUnsupported for a tensor whose grid is neither its shape nor
+// one name, a tied rule naming no trainer tensor or one of another shape;
+// kUnsupported for a tensor whose grid is neither its shape nor
 // flat.
 Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const json::Value& config);
 

@@ -23,7 +23,7 @@ constexpr struct {
   const char* name;
 } kOps[] = {{Op::kCopy, "copy"},         {Op::kDrop, "drop"},         {Op::kTrimVocab, "trim_vocab"},
             {Op::kSplitQkv, "split_qkv"}, {Op::kSplitRows, "split_rows"}, {Op::kRopePermute, "rope_permute"},
-            {Op::kUnstack, "unstack"}};
+            {Op::kUnstack, "unstack"},   {Op::kTied, "tied"}};
 
 Status Bad(const std::string& path, uint64_t offset, const std::string& message) {
   return Status::Corrupt("family table: " + message).WithPath(path).WithOffset(offset);

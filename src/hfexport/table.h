@@ -39,6 +39,11 @@
 //                Param "heads": a config key or a number.
 //   unstack      axis 0 split: `to` holds one placeholder `from` lacks,
 //                given each index (TorchTitan's stacked experts).
+//   tied         no output, but the tensor must equal the trainer tensor
+//                `to` names (after strip_prefixes) element for element: a
+//                tied model's output layer saved beside its embedding. Checked
+//                before writing (hfexport/tied.h); a head trained apart
+//                from the embedding is refused, never silently dropped.
 // A tie writes BASE name N as a copy of exported name O when BASE lists N,
 // no rule exported it and the condition holds (a tied lm_head.weight that
 // BASE stores beside model.embed_tokens.weight).
@@ -57,7 +62,7 @@
 
 namespace zerofold::hfexport {
 
-enum class Op : uint8_t { kCopy, kDrop, kTrimVocab, kSplitQkv, kSplitRows, kRopePermute, kUnstack };
+enum class Op : uint8_t { kCopy, kDrop, kTrimVocab, kSplitQkv, kSplitRows, kRopePermute, kUnstack, kTied };
 
 // "copy", "drop", ...: the table's spelling.
 std::string_view OpName(Op op);

@@ -4,6 +4,7 @@
 
 #include "dcp/folder.h"
 #include "dcp/merge.h"
+#include "hfexport/tied.h"
 #include "megatron/common.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
@@ -39,6 +40,8 @@ Status MapToHf(Env* env, hfexport::SourceKind kind, const MergeOptions& options,
   hf.list.torch = options.read;
   ZF_ASSIGN_OR_RETURN(hfexport::HfExport e, hfexport::ExportHf(env, std::move(report->gather), kind, hf));
   report->gather = std::move(e.plan);
+  // A dry run reads no tensor byte: tied pairs are checked when writing.
+  if (!options.dry_run) ZF_TRY(hfexport::CheckTied(report->gather.sources, e.tied, options.buffer_bytes, e.config_path));
   std::vector<std::string> names;
   for (const gather::GatherTensor& t : report->gather.tensors) names.push_back(t.name);
   ZF_ASSIGN_OR_RETURN(report->layout, gather::LayOut(names, report->gather.ties, e.order, options.only));

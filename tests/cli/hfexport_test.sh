@@ -73,14 +73,29 @@ run_z merge "$G/ckpt" "$T/out_bin" --hf "$T/base_bin"
 expect_rc "a pytorch_model.bin BASE" 0 ""
 expect_equal "export against a pytorch_model.bin BASE" "$T/out_bin" "$T/base"
 
+# Tied: this checkpoint's output layer was trained apart from the embedding, so a BASE that
+# ties them is refused (the table's `tied` op compares the two before writing) ...
 $HB megatron "$G" "$T/tied" --vocab 100 --tie
 run_z merge "$G/ckpt" "$T/tied_out" --hf "$T/tied"
-expect_rc "tie_word_embeddings drops output_layer" 0 "" 
+expect_rc "a tied BASE for an untied head is refused" 1 \
+  "$T/tied/config.json: corrupt: config.json ties module.output_layer.weight to module.embedding.word_embeddings.weight, but the checkpoint holds them apart"
+expect_true "no output" "[ ! -e '$T/tied_out' ]"
+run_z merge --dry-run "$G/ckpt" "$T/tied_out" --hf "$T/tied"
+expect_rc "a dry run reads no byte: the tie is not compared" 0 ""
+# ... and taken when the two are equal (a table tying the head to itself stands in for a
+# checkpoint that saved both, as TorchTitan does).
+$PY -c "
+import json; t = json.load(open('$ZF_ROOT/tables/hf/megatron_llama.json'))
+for r in t['rules']:
+    if r.get('op') == 'tied': r['to'] = 'output_layer.weight'
+json.dump(t, open('$T/self_tied.json', 'w'))"
+run_z merge "$G/ckpt" "$T/tied_out" --hf "$T/tied" --hf-table "$T/self_tied.json"
+expect_rc "a tied head equal to its owner" 0 ""
 expect_equal "tied export" "$T/tied_out" "$T/tied"
 expect_true "the dropped tensor is named" "grep -q 'dropped by rule: module.output_layer.weight' '$OUT'"
 
 $HB megatron "$G" "$T/tied_head" --vocab 100 --tie --stored-lm-head
-run_z merge "$G/ckpt" "$T/tied_head_out" --hf "$T/tied_head"
+run_z merge "$G/ckpt" "$T/tied_head_out" --hf "$T/tied_head" --hf-table "$T/self_tied.json"
 expect_rc "tied, and BASE stores lm_head.weight too" 0 ""
 expect_equal "lm_head.weight written as a copy of the embedding (the table's tie)" "$T/tied_head_out" "$T/tied_head"
 

@@ -142,6 +142,30 @@ TEST_CASE("ApplyTable: unstack names each index; refusals name the tensor") {
     REQUIRE_FALSE(r.ok());
     CHECK_EQ(r.status().ToString(), b.message);
   }
+  // tied: no output; the pair to compare, or a refusal when the owner is missing or of another shape.
+  const Table tied = Parse(R"({"family": "t", "source": "torchtitan", "model_types": ["qwen3"],
+    "rules": [{"from": "output.weight", "op": "tied", "to": "tok_embeddings.weight"},
+              {"from": "tok_embeddings.weight", "to": "model.embed_tokens.weight"}]})");
+  gather::GatherPlan heads;
+  heads.tensors = {Rows("output.weight", 4, 3, 0), Rows("tok_embeddings.weight", 4, 3, 2)};
+  heads.tensors[0].dtype = torch::DType::kBFloat16;
+  Result<Mapped> t = ApplyTable(heads, tied, *config);
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  CHECK_EQ(t->dropped, std::vector<std::string>{"output.weight"});
+  REQUIRE_EQ(t->tied.size(), 1u);
+  CHECK_EQ(t->tied[0].first.name, "output.weight");
+  CHECK_EQ(t->tied[0].second.name, "tok_embeddings.weight");
+  CHECK(t->tied[0].first.dtype == torch::DType::kFloat32);  // compared as float32
+  REQUIRE_EQ(t->plan.tensors.size(), 1u);
+  heads.tensors[1] = Rows("tok_embeddings.weight", 6, 3, 2);
+  t = ApplyTable(heads, tied, *config);
+  REQUIRE_FALSE(t.ok());
+  CHECK_EQ(t.status().ToString(), "t.json: output.weight: corrupt: tied to tok_embeddings.weight, which the checkpoint holds with shape [6, 3]");
+  heads.tensors.pop_back();
+  t = ApplyTable(heads, tied, *config);
+  REQUIRE_FALSE(t.ok());
+  CHECK_EQ(t.status().ToString(), "t.json: output.weight: corrupt: tied to tok_embeddings.weight, which the checkpoint lacks");
+
   gather::GatherPlan two;
   two.tensors = {Rows("a", 2, 3, 0), Rows("b", 2, 3, 0)};
   Result<Mapped> r = ApplyTable(two, table, *config);
