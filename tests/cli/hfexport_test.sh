@@ -104,6 +104,12 @@ run_z merge "$TITAN/ckpt" "$T/tout" --hf "$T/tbase"
 expect_rc "TorchTitan llama export" 0 ""
 expect_equal "TorchTitan: wq rows permuted to HF's RoPE layout" "$T/tout" "$T/tbase"
 
+# The same model saved in the safetensors form of a DCP (torch 2.8's HuggingFaceStorageWriter).
+$HB titan "$F/dcp/v2x_hf_titan_ws2" "$T/tbase2"
+run_z merge "$F/dcp/v2x_hf_titan_ws2/ckpt" "$T/tout2" --hf "$T/tbase2"
+expect_rc "TorchTitan names in the DCP safetensors form" 0 ""
+expect_equal "DCP safetensors form export" "$T/tout2" "$T/tbase2"
+
 # An FSDP Distributed Checkpoint (Accelerate) of a model of any model_type: names one to one.
 $HB same "$F/dcp/accelerate_ws4" "$T/abase" --dtype bfloat16
 run_z merge "$F/dcp/accelerate_ws4/ckpt" "$T/aout" --hf "$T/abase"
