@@ -83,12 +83,17 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
   // Ties: BASE names no rule exported, written as copies of their owners.
   std::set<std::string> exported;
   for (const gather::GatherTensor& t : m.plan.tensors) exported.insert(t.name);
-  for (const TableTie& tie : table->ties) {
-    const bool listed = std::any_of(base.tensors.begin(), base.tensors.end(),
-                                    [&](const BaseTensor& b) { return b.name == tie.name; });
-    if (listed && !exported.count(tie.name) && exported.count(tie.owner) &&
-        (tie.if_key.empty() || ConfigFlag(base.config, tie.if_key)))
-      m.plan.ties.push_back(gather::Tie{tie.name, tie.owner});
+  for (const BaseTensor& b : base.tensors) {
+    if (exported.count(b.name)) continue;
+    for (const TableTie& tie : table->ties) {
+      std::optional<Bindings> bound = MatchPattern(tie.name, b.name);
+      if (!bound || (!tie.if_key.empty() && !ConfigFlag(base.config, tie.if_key))) continue;
+      Result<std::string> owner = Substitute(tie.owner, *bound, base.config);
+      if (!owner.ok()) return Status(owner.status()).WithPath(table->path);
+      if (!exported.count(*owner)) continue;
+      m.plan.ties.push_back(gather::Tie{b.name, *owner});
+      break;
+    }
   }
   if (Status checked = CheckAgainstBase(base, m.plan); !checked.ok())
     return Status::Corrupt(checked.message() + " (mapped by " + table->path + ")").WithPath(base.folder);

@@ -46,7 +46,9 @@
 //                from the embedding is refused, never silently dropped.
 // A tie writes BASE name N as a copy of exported name O when BASE lists N,
 // no rule exported it and the condition holds (a tied lm_head.weight that
-// BASE stores beside model.embed_tokens.weight).
+// BASE stores beside model.embed_tokens.weight). N is a pattern, O may use
+// its placeholders (DeepSeek-V3's MTP layers store copies of the
+// embedding and the head: model.layers.{L}.embed_tokens.weight).
 #ifndef ZEROFOLD_HFEXPORT_TABLE_H_
 #define ZEROFOLD_HFEXPORT_TABLE_H_
 
