@@ -84,6 +84,15 @@ print(len(a))
     return int(r.stdout.strip())
 
 
+def publish(lines, no_results):
+    """Prints a result section and, unless no_results, appends it to bench/RESULTS.md."""
+    text = "\n".join(lines)
+    print(text)
+    if not no_results:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md"), "a") as f:
+            f.write("\n" + text)
+
+
 def summary_table(results, labels, time_target, rss_target):
     """The results table of a zerofold / floor / peer benchmark, and its ratios line.
 

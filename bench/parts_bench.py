@@ -148,6 +148,17 @@ def drop_caches(warm):
         return False
 
 
+def cache_text(dropped, warm):
+    """What the runs read from, given drop_caches' results for each run."""
+    if all(dropped):
+        return "the page cache dropped before every run (cold reads)"
+    if warm:
+        return "inputs in the page cache (--warm)"
+    if not any(dropped):
+        return "inputs in the page cache (dropping it was not permitted)"
+    return "the page cache dropped before some runs only"
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return float(f.read().split()[0])

@@ -471,6 +471,22 @@ ZF_EXPORT zf_code zf_merge_options_set_tag(zf_merge_options* options, const char
  * (--select, e.g. "optimizer.state"), named relative to it; "" every key;
  * NULL (the default) the model weights. ZF_E_NOMEM when the copy fails. */
 ZF_EXPORT zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefix, zf_error* err) ZF_NOEXCEPT;
+/* Megatron-Core and Distributed Checkpoint folders: write the Hugging Face
+ * model of folder `base` (--hf BASE): a family table chosen by base's
+ * config.json model_type maps the trainer's tensors to base's names; every
+ * name, shape and dtype is checked against base's weights before a byte is
+ * written (a mismatch or a tensor no rule maps fails with ZF_E_CORRUPT or
+ * ZF_E_UNSUPPORTED naming them); OUT (a folder) gets safetensors shards and
+ * an index, each tensor in base's dtype unless dtype is set, and base's
+ * config, generation config and tokenizer files. NULL or "" (the default):
+ * no mapping. ZF_E_NOMEM when the copy fails. */
+ZF_EXPORT zf_code zf_merge_options_set_hf_base(zf_merge_options* options, const char* base, zf_error* err) ZF_NOEXCEPT;
+/* Adds a family table file tried before the built-in ones (--hf-table).
+ * ZF_E_INVALID_ARGUMENT for NULL or "". */
+ZF_EXPORT zf_code zf_merge_options_add_hf_table(zf_merge_options* options, const char* path, zf_error* err) ZF_NOEXCEPT;
+/* With hf_base: leave out the trainer tensors no table rule maps instead of
+ * failing (--drop-unmapped). */
+ZF_EXPORT void zf_merge_options_set_drop_unmapped(zf_merge_options* options, int on) ZF_NOEXCEPT;
 /* Adds a glob pattern (*, ?, [..]) on tensor names (--only); when any is
  * set, only matching names are merged (ties follow). ZF_E_INVALID_ARGUMENT
  * for NULL or "". */

@@ -246,6 +246,28 @@ zf_code zf_merge_options_set_select(zf_merge_options* options, const char* prefi
   });
 }
 
+zf_code zf_merge_options_set_hf_base(zf_merge_options* options, const char* base, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (base == nullptr || *base == '\0') options->merge.hf_base.reset();
+    else options->merge.hf_base = std::string(base);
+    return Status::OK();
+  });
+}
+
+zf_code zf_merge_options_add_hf_table(zf_merge_options* options, const char* path, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    if (path == nullptr || *path == '\0') return Status::InvalidArgument("hf_table: a table file's path, not empty");
+    options->merge.hf_tables.push_back(path);
+    return Status::OK();
+  });
+}
+
+void zf_merge_options_set_drop_unmapped(zf_merge_options* options, int on) noexcept {
+  if (options) options->merge.drop_unmapped = on != 0;
+}
+
 zf_code zf_shrink_options_add_only(zf_shrink_options* options, const char* pattern, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();

@@ -11,8 +11,10 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/signals.h"
+#include "hfexport/base.h"
 #include "inspect/inspect.h"
 #include "inspect/json.h"
+#include "merge/merge.h"
 #include "model/listing_json.h"
 #include "pickle/safety.h"
 
@@ -56,6 +58,12 @@ constexpr const char* kInspectHelp =
     "module copy, files) with what `zerofold merge` would write or why it\n"
     "would refuse.\n"
     "\n"
+    "With --hf BASE, each Megatron-Core or DCP PATH adds what `zerofold merge\n"
+    "PATH OUT --hf BASE` would do: the family table it chooses, the tensors and\n"
+    "bytes it would write, the trainer tensors its rules drop, or why it would\n"
+    "refuse (names missing from the export or extra to BASE, shapes, unmapped\n"
+    "tensors, no table: exit 1). Text only.\n"
+    "\n"
     "The byte ranges a job would read (to fetch them ahead): that job with\n"
     "--dry-run --json (\"reads\", \"read_bytes\").\n"
     "\n"
@@ -63,6 +71,7 @@ constexpr const char* kInspectHelp =
 
 const std::vector<FlagSpec> kInspectFlags = WithLimitFlags({
     {"json", false, "print one JSON document (schema in README.md)"},
+    {"hf", true, "Megatron, DCP: what merge --hf BASE would write (table, tensors, bytes) or why it refuses", "BASE"},
     {"max-header-bytes", true, "safetensors header limit (default 100000000, the format's own)", "SIZE"},
     {"help", false, "show this help"},
 });
@@ -249,6 +258,26 @@ void PrintFolderTotal(const model::FolderTotal& t) {
   std::printf("\n");
 }
 
+// inspect --hf BASE of `path`: merge --hf's dry run (merge/merge.h), told
+// as one line. Returns its status.
+Status PrintHfOutlook(const std::string& path, const std::string& base, const model::ListOptions& options) {
+  merge::MergeOptions m;
+  m.dry_run = true;
+  m.hf_base = base;
+  m.read = options.torch;
+  Result<merge::MergeReport> r = merge::MergeCheckpoint(CommandEnv(), path, "hf-export", m);
+  if (!r.ok()) {
+    std::printf("merge --hf %s: refuses (%s)\n", base.c_str(), r.status().ToString().c_str());
+    return r.status();
+  }
+  std::printf("merge --hf %s: table %s (%s, %s names): %zu tensors, %s in %zu file%s", base.c_str(),
+              r->hf_table.c_str(), r->hf_family.c_str(), r->hf_source.c_str(), r->layout.entries.size(),
+              HumanBytes(r->tensor_bytes).c_str(), r->files.size(), r->files.size() == 1 ? "" : "s");
+  if (!r->hf_dropped.empty()) std::printf("; dropped by rule: %s", hfexport::FewNames(r->hf_dropped).c_str());
+  std::printf("\n");
+  return Status::OK();
+}
+
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& argv) {
@@ -269,6 +298,8 @@ int RunInspect(const std::vector<std::string>& argv) {
     options.max_safetensors_header = *n;
   }
   const bool as_json = args.Has("json");
+  const std::optional<std::string> hf_base = args.Value("hf");
+  if (hf_base && as_json) return UsageError("inspect", "--hf prints text; drop --json");
   int worst = kExitOk;
   bool first = true;
   // Each PATH shown as its report comes: errors and warnings on stderr,
@@ -291,6 +322,10 @@ int RunInspect(const std::vector<std::string>& argv) {
         }
         if (p.megatron) show(PrintMegatron, *p.megatron);
         if (p.dcp) show(PrintDcp, *p.dcp);
+        if ((p.megatron || p.dcp) && hf_base && !as_json) {
+          Status hf = PrintHfOutlook(p.path, *hf_base, options);
+          if (!hf.ok()) worst = std::max(worst, ExitCodeFor(hf));
+        }
         if (p.deepspeed) {
           for (const auto& [file, message] : p.deepspeed->warnings) PrintWarning(file, message);
           show(PrintZero, *p.deepspeed);

@@ -1,6 +1,7 @@
 // zerofold merge CKPT_DIR OUT
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "cli/report.h"
 #include "cli/shrink_convert.h"
 #include "cli/signals.h"
+#include "hfexport/base.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "merge/merge.h"
@@ -53,6 +55,27 @@ constexpr const char* kMergeHelp =
     "optimizer's dp_reshardable buffers are refused); --unstack splits the\n"
     "stacked decoder.layers.X [L, ...] into decoder.layers.<i>.X and stacked\n"
     "...mlp.experts.experts.X [E, ...] into ...experts.<e>.X.\n"
+    "\n"
+    "--hf BASE turns a Megatron-Core or Distributed Checkpoint (TorchTitan, FSDP)\n"
+    "into the Hugging Face model training started from: BASE is that model's\n"
+    "folder (config.json, tokenizer files, model.safetensors or shards and\n"
+    "index). A family table chosen by BASE's model_type and the checkpoint's\n"
+    "kind maps the trainer's tensors to BASE's names: Megatron's stacked\n"
+    "layers and experts split, linear_qkv split per query group into q/k/v\n"
+    "(weights and biases), linear_fc1 into gate/up, fused layernorms renamed,\n"
+    "vocab padding trimmed to vocab_size, a tied output layer dropped,\n"
+    "TorchTitan's wq/wk rows permuted to HF's RoPE layout: all as slices of the\n"
+    "plan, no byte read twice. Built in: Megatron llama/mistral, qwen2, qwen3,\n"
+    "qwen3_moe, mixtral, deepseek_v3; TorchTitan llama, qwen3, qwen3_moe,\n"
+    "deepseek_v3; FSDP names one to one (tables/hf/README.md; --hf-table FILE\n"
+    "adds or overrides one without recompiling). Before a byte is written every\n"
+    "output name and\n"
+    "shape is checked against BASE's index both ways: names missing, extra or\n"
+    "of another shape are refused and listed, as are trainer tensors no rule\n"
+    "maps (--drop-unmapped leaves those out and lists them). Each tensor is\n"
+    "written in BASE's dtype (rounded as torch's .to()) unless --dtype; OUT (a\n"
+    "folder) gets safetensors shards and an index, and BASE's config.json,\n"
+    "generation_config.json and tokenizer files byte for byte.\n"
     "\n"
     "Or rebuilds the full model from a DeepSpeed ZeRO stage 0, 1, 2 or 3 or a\n"
     "universal checkpoint (ds_to_universal.py),\n"
@@ -101,6 +124,7 @@ constexpr const char* kMergeHelp =
     "  zerofold merge --to safetensors fsdp_ckpt/ out/   # a DCP folder\n"
     "  zerofold merge --select optimizer.state fsdp_ckpt/ adam.safetensors\n"
     "  zerofold merge --unstack --to safetensors megatron_ckpt/ out/\n"
+    "  zerofold merge megatron_ckpt/ hf_out/ --hf Qwen3-8B/   # a Hugging Face folder\n"
     "  zerofold merge --part 0/4 ckpt/ out/ && ... && zerofold merge --part finish ckpt/ out/\n"
     "\n"
     "flags:\n";
@@ -111,6 +135,9 @@ const std::vector<FlagSpec> kMergeFlags = WithProgressFlags(WithLimitFlags({
     {"exclude-frozen", false, "leave frozen params (requires_grad=False) out"},
     {"select", true, "DCP, Megatron: merge the keys under PREFIX (e.g. optimizer.state), named relative to it; '' every key", "PREFIX"},
     {"unstack", false, "Megatron: split stacked layers and experts into Megatron's per-layer, per-expert names"},
+    {"hf", true, "Megatron, DCP: write the Hugging Face model of folder BASE (names, shapes, dtypes, config and tokenizer files)", "BASE"},
+    {"hf-table", true, "with --hf: family table file(s) tried before the built-in ones; comma-separated list", "FILE"},
+    {"drop-unmapped", false, "with --hf: leave out (and list) trainer tensors no table rule maps instead of refusing"},
     {"only", true, "merge only names matching a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"max-shard-size", true, "split a folder OUT into shards of at most SIZE (default 5GB)", "SIZE"},
     {"to", true, "output format: torch (default) or safetensors", "FORMAT"},
@@ -229,6 +256,13 @@ void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_
     std::string kind = r.kind == merge::CheckpointKind::kDcp ? "DCP" : MegatronText(r);
     if (r.nd_restored) kind += ", " + std::to_string(r.nd_restored) + " N-D flattened reshaped";
     if (r.unstacked_keys) kind += ", " + std::to_string(r.unstacked_keys) + " stacked keys split";
+    if (!r.hf_table.empty()) {
+      std::printf("--hf: %s table %s (%s names)", r.hf_family.c_str(), r.hf_table.c_str(), r.hf_source.c_str());
+      if (!r.hf_dropped.empty()) std::printf("; dropped by rule: %s", hfexport::FewNames(r.hf_dropped).c_str());
+      if (!r.hf_unmapped.empty())
+        std::printf("; left out unmapped (%zu): %s", r.hf_unmapped.size(), hfexport::FewNames(r.hf_unmapped, 1000).c_str());
+      std::printf("\n");
+    }
     std::printf("%s (%s, %zu files) -> %s: %zu tensors%s; left out: %s%s%zu non-tensor; %s in %zu file%s%s\n",
                 r.checkpoint.c_str(), kind.c_str(), r.gather.sources.size(), out.c_str(), r.layout.entries.size(),
                 r.selection.stripped_model_prefix ? " ('model.' stripped)" : "", left.c_str(), left.empty() ? "" : ", ",
@@ -257,6 +291,23 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   w.String(r.checkpoint);
   w.Key("kind");
   w.String(megatron ? "megatron" : dcp ? "dcp" : "zero");
+  if (!r.hf_table.empty()) {
+    w.Key("hf");
+    w.BeginObject();
+    w.Key("table");
+    w.String(r.hf_table);
+    w.Key("family");
+    w.String(r.hf_family);
+    w.Key("source");
+    w.String(r.hf_source);
+    for (const auto& [key, names] : {std::pair{"dropped", &r.hf_dropped}, std::pair{"unmapped_left_out", &r.hf_unmapped}}) {
+      w.Key(key);
+      w.BeginArray();
+      for (const std::string& n : *names) w.String(n);
+      w.EndArray();
+    }
+    w.EndObject();
+  }
   if (megatron) {
     w.Key("megatron");
     w.BeginObject();
@@ -446,6 +497,17 @@ int RunMerge(const std::vector<std::string>& argv) {
   options.select = args.Value("select");
   options.unstack = args.Has("unstack");
   options.keep_unsafe = args.Has("keep-unsafe");
+  options.hf_base = args.Value("hf");
+  if (auto v = args.Value("hf-table")) {
+    for (size_t at = 0; at <= v->size();) {
+      size_t comma = std::min(v->find(',', at), v->size());
+      if (comma > at) options.hf_tables.push_back(v->substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  options.drop_unmapped = args.Has("drop-unmapped");
+  if (!options.hf_base && (args.Has("hf-table") || options.drop_unmapped))
+    return UsageError("merge", "--hf-table and --drop-unmapped go with --hf BASE");
   if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError("merge", s.message());
   if (auto v = args.Value("max-shard-size")) {
     Result<uint64_t> n = ParseSize(*v);

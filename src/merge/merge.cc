@@ -4,6 +4,7 @@
 
 #include "dcp/folder.h"
 #include "dcp/merge.h"
+#include "hfexport/tied.h"
 #include "megatron/common.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
@@ -27,18 +28,47 @@ Status WritePlanned(Env* env, const std::string& out, const OutputTarget& target
   return written;
 }
 
+// --hf: the trainer plan of `report` mapped to BASE's names (hfexport),
+// laid out in BASE's order with --only; OUT gets BASE's model files.
+Status MapToHf(Env* env, hfexport::SourceKind kind, const MergeOptions& options, OutputTarget* target,
+               MergeReport* report) {
+  hfexport::HfOptions hf;
+  hf.base = *options.hf_base;
+  hf.tables = options.hf_tables;
+  hf.drop_unmapped = options.drop_unmapped;
+  hf.dtype = options.dtype;
+  hf.list.torch = options.read;
+  ZF_ASSIGN_OR_RETURN(hfexport::HfExport e, hfexport::ExportHf(env, std::move(report->gather), kind, hf));
+  report->gather = std::move(e.plan);
+  // A dry run reads no tensor byte: tied pairs are checked when writing.
+  if (!options.dry_run) ZF_TRY(hfexport::CheckTied(report->gather.sources, e.tied, options.buffer_bytes, e.config_path));
+  std::vector<std::string> names;
+  for (const gather::GatherTensor& t : report->gather.tensors) names.push_back(t.name);
+  ZF_ASSIGN_OR_RETURN(report->layout, gather::LayOut(names, report->gather.ties, e.order, options.only));
+  report->hf_table = e.table;
+  report->hf_family = e.family;
+  report->hf_source = e.source;
+  report->hf_unmapped = std::move(e.unmapped);
+  report->hf_dropped = std::move(e.dropped);
+  target->copy_from = hf.base;
+  target->copies = std::move(e.copies);
+  return Status::OK();
+}
+
 // Takes a DCP-planned merge (dcp::PlannedMerge, megatron::PlannedMerge:
 // the selection, inputs, gather plan and layout) into the report and
 // writes it, while `m`'s open sources are alive.
 template <typename Planned>
-Status WriteDcpPlanned(Env* env, Planned& m, const std::string& out, const OutputTarget& target,
-                       const MergeOptions& options, MergeReport* report) {
+Status WriteDcpPlanned(Env* env, Planned& m, hfexport::SourceKind kind, const std::string& out,
+                       const OutputTarget& target, const MergeOptions& options, MergeReport* report) {
   report->selection = std::move(m.selection);
   report->input_files = std::move(m.input_files);
   report->gather = std::move(m.gather);
   report->layout = std::move(m.layout);
+  OutputTarget hf_target = target;
+  if (options.hf_base) ZF_TRY(MapToHf(env, kind, options, &hf_target, report));
   report->params = report->layout.entries.size();
-  return WritePlanned(env, out, target, options, report);
+  return WritePlanned(env, out, hf_target, options, report);
 }
 
 Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const OutputTarget& target,
@@ -53,13 +83,13 @@ Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, 
   report->dcp_folder = folder.path;
   dcp::MergeOptions plan_options;
   plan_options.select = options.select;
-  plan_options.dtype = options.dtype;
-  plan_options.only = options.only;
+  plan_options.dtype = options.hf_base ? std::nullopt : options.dtype;  // --hf: BASE's dtypes, or dtype
+  plan_options.only = options.hf_base ? std::vector<std::string>{} : options.only;  // --hf: on HF names
   plan_options.read = options.read;
   ZF_ASSIGN_OR_RETURN(dcp::PlannedMerge m, dcp::PlanDcpMerge(env, folder, plan_options));
   report->dcp_schema_2x = m.schema_2x;
   report->dcp_version = m.version;
-  return WriteDcpPlanned(env, m, out, target, options, report);
+  return WriteDcpPlanned(env, m, hfexport::SourceKind::kDcp, out, target, options, report);
 }
 
 Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string& out,
@@ -83,8 +113,8 @@ Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string
   }
   megatron::MergeOptions plan_options;
   plan_options.select = options.select;
-  plan_options.dtype = options.dtype;
-  plan_options.only = options.only;
+  plan_options.dtype = options.hf_base ? std::nullopt : options.dtype;
+  plan_options.only = options.hf_base ? std::vector<std::string>{} : options.only;
   plan_options.unstack = options.unstack;
   plan_options.read = options.read;
   ZF_ASSIGN_OR_RETURN(megatron::PlannedMerge m, megatron::PlanMegatronMerge(env, folder, plan_options));
@@ -93,7 +123,7 @@ Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string
   report->optimizer = m.optimizer;
   report->nd_restored = m.nd_restored;
   report->unstacked_keys = m.unstacked_keys;
-  return WriteDcpPlanned(env, m, out, target, options, report);
+  return WriteDcpPlanned(env, m, hfexport::SourceKind::kMegatron, out, target, options, report);
 }
 
 Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const OutputTarget& target,
@@ -102,6 +132,9 @@ Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, 
     return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
   if (options.unstack)
     return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is no Megatron checkpoint")
+        .WithPath(ckpt_dir);
+  if (options.hf_base)
+    return Status::InvalidArgument("--hf maps Megatron and Distributed Checkpoints; this is a DeepSpeed checkpoint (its names are the model's already)")
         .WithPath(ckpt_dir);
   zero::MergeOptions plan_options;
   plan_options.tag = options.tag;
@@ -133,10 +166,18 @@ Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, 
 }  // namespace
 
 Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const std::string& out,
-                                    const MergeOptions& options) {
+                                    const MergeOptions& given) {
   MergeReport report;
   report.checkpoint = ckpt_dir;
+  MergeOptions options = given;
+  if (options.hf_base) {
+    if (options.format == MergeFormat::kTorch)
+      return Status::InvalidArgument("--hf writes safetensors shards; drop --to torch").WithPath(out);
+    options.format = MergeFormat::kSafetensors;
+  }
   ZF_ASSIGN_OR_RETURN(OutputTarget target, ResolveOutput(env, out, options));
+  if (options.hf_base && target.single_file)
+    return Status::InvalidArgument("--hf writes a Hugging Face folder: OUT must be a folder, not a file name").WithPath(out);
   if (!target.single_file) {
     // A training checkpoint folder (Hugging Face Trainer's checkpoint-N/)
     // holds the model's config and tokenizer beside the weights.

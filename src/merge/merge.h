@@ -24,6 +24,7 @@
 #include "dcp/plan.h"
 #include "gather/layout.h"
 #include "gather/plan.h"
+#include "hfexport/export.h"
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "merge/output.h"
@@ -68,6 +69,15 @@ struct MergeOptions : OutputOptions {
   // globals are refused either way (dcp/plan.cc, dcp/metadata.cc): zerofold
   // locates their tensors through the pickle's known schema.
   bool keep_unsafe = false;
+  // --hf BASE (Megatron and DCP checkpoints): write a Hugging Face folder
+  // of BASE's names, shapes and dtypes (hfexport/export.h: a family
+  // table maps the trainer's tensors; everything is checked against BASE
+  // before a byte is written; `dtype` overrides BASE's dtypes), safetensors
+  // shards and index, with BASE's config, generation config and tokenizer
+  // files copied. OUT must be a folder.
+  std::optional<std::string> hf_base;
+  std::vector<std::string> hf_tables;  // --hf-table files (user tables first)
+  bool drop_unmapped = false;          // --drop-unmapped
 };
 
 enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };
@@ -99,6 +109,9 @@ struct MergeReport : OutputReport {
   megatron::OptimizerForm optimizer = megatron::OptimizerForm::kNone;
   size_t nd_restored = 0, unstacked_keys = 0;
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
+  // --hf only: the table used and what it left out.
+  std::string hf_table, hf_family, hf_source;
+  std::vector<std::string> hf_unmapped, hf_dropped;
 };
 
 // Merges the checkpoint in `ckpt_dir` into `out`: a Megatron torch_dist

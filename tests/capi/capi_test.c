@@ -614,6 +614,33 @@ static void test_merge(void) {
   CHECK_STR(error_line(&b.e), cli_first_error_line());
 }
 
+/* merge --hf: a TorchTitan-named DCP folder into the Hugging Face folder of
+ * a BASE built by tests/cli/hfexport_base.py: the CLI's bytes; a refusal. */
+static void test_merge_hf(void) {
+  PATH(ckpt, "%s/dcp/titan_ws2/ckpt", fixtures);
+  PATH(base, "%s/hfx_base", tmp);
+  PATH(want, "%s/hfx_cli", tmp);
+  PATH(got, "%s/hfx_capi", tmp);
+  sh(fmt("/usr/bin/python3 '%s/tests/cli/hfexport_base.py' titan '%s/dcp/titan_ws2' '%s'", ZF_SOURCE_ROOT, fixtures, base));
+  CHECK_EQ_U64(run_cli(fmt("merge --quiet '%s' '%s' --hf '%s'", ckpt, want, base)), 0);
+  zf_merge_options* o = zf_merge_options_create();
+  CHECK_CODE(zf_merge_options_set_hf_base(o, base, NULL), ZF_OK);
+  CHECK_CODE(zf_merge_options_add_hf_table(o, "", NULL), ZF_E_INVALID_ARGUMENT);
+  zf_merge_options_set_drop_unmapped(o, 0);
+  zf_merge_report r;
+  CHECK_CODE(zf_merge(ckpt, got, o, &r, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(got, want);
+  CHECK_EQ_U64(r.params, 6);
+  /* A BASE whose model_type no table knows: the CLI's error line. */
+  sh(fmt("sed -i 's/\"model_type\": \"llama\"/\"model_type\": \"gpt_neox\"/; s/LlamaForCausalLM/X/' '%s/config.json'", base));
+  error_buffers b;
+  CHECK_CODE(zf_merge(ckpt, fmt("%s/hfx_refused", tmp), o, NULL, error_init(&b, sizeof b.message)), ZF_E_UNSUPPORTED);
+  CHECK_EQ_U64(run_cli(fmt("merge '%s' '%s/hfx_refused' --hf '%s'", ckpt, tmp, base)), 1);
+  CHECK_STR(error_line(&b.e), cli_first_error_line());
+  CHECK(!exists(fmt("%s/hfx_refused", tmp)));
+  zf_merge_options_destroy(o);
+}
+
 /* A Distributed Checkpoint folder: the same bytes as the CLI's, --select. */
 static void test_merge_dcp(void) {
   PATH(ckpt, "%s/dcp/accelerate_ws4/ckpt", fixtures);
@@ -977,6 +1004,7 @@ int main(int argc, char** argv) {
   test_errors();
   test_merge();
   test_merge_dcp();
+  test_merge_hf();
   test_parts();
   test_inspect();
   test_verify();

@@ -7,6 +7,8 @@
 #define ZEROFOLD_TESTS_GATHER_SIMULATE_H_
 
 #include <cstdint>
+#include <numeric>
+#include <utility>
 #include <vector>
 
 #include "gather/plan.h"
@@ -35,6 +37,25 @@ inline std::vector<int64_t> Simulate(const GatherTensor& t, const std::vector<st
     }
   }
   return out;
+}
+
+// A piece of `file` with box (offsets, sizes) and its view.
+inline Piece View(std::vector<int64_t> offsets, std::vector<int64_t> sizes, uint32_t file, int64_t view_offset,
+                  std::vector<int64_t> strides) {
+  Piece p;
+  p.offsets = std::move(offsets);
+  p.sizes = std::move(sizes);
+  p.file = file;
+  p.view_offset = view_offset;
+  p.strides = std::move(strides);
+  return p;
+}
+
+// n numbers from `start`: a storage whose elements name themselves.
+inline std::vector<int64_t> Iota(int64_t n, int64_t start) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), start);
+  return v;
 }
 
 }  // namespace zerofold::gather::testing

@@ -12,24 +12,11 @@
 namespace zerofold::gather {
 namespace {
 
+using testing::Iota;
 using testing::Simulate;
+using testing::View;
 
-Piece View(std::vector<int64_t> offsets, std::vector<int64_t> sizes, uint32_t file, int64_t view_offset,
-           std::vector<int64_t> strides) {
-  Piece p;
-  p.offsets = std::move(offsets);
-  p.sizes = std::move(sizes);
-  p.file = file;
-  p.view_offset = view_offset;
-  p.strides = std::move(strides);
-  return p;
-}
 
-std::vector<int64_t> Iota(int64_t n, int64_t start) {
-  std::vector<int64_t> v(static_cast<size_t>(n));
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
 
 TEST_CASE("SliceAxis0: each slice of a [3, 4, 2] tensor tiled 2 x 2 equals that slice of the whole") {
   // Storages: file f holds its piece's elements in C order (a transposed
