@@ -177,7 +177,10 @@ def _rms_norm(x, w, eps):
 def _rope(c, seq):
     if c.get("rope_scaling"):
         raise NotImplementedError(f"rope_scaling {c['rope_scaling']!r}: only the default RoPE is ported")
-    d = c["qk_rope_head_dim"] if c["model_type"] == "deepseek_v3" else int(_head_dim(c) * c.get("partial_rotary_factor", 1.0))
+    if c["model_type"] == "deepseek_v3":
+        d = c["qk_rope_head_dim"]
+    else:
+        d = int(_head_dim(c) * c.get("partial_rotary_factor", 1.0))
     inv_freq = 1.0 / (c.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
     freqs = torch.arange(seq).float()[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
