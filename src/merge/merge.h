@@ -27,6 +27,7 @@
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "merge/output.h"
+#include "ranks/merge.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"
@@ -70,7 +71,7 @@ struct MergeOptions : OutputOptions {
   bool keep_unsafe = false;
 };
 
-enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };
+enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron, kRanks };
 
 struct MergeReport : OutputReport {
   CheckpointKind kind = CheckpointKind::kZero;
@@ -98,11 +99,15 @@ struct MergeReport : OutputReport {
   std::string core_version;
   megatron::OptimizerForm optimizer = megatron::OptimizerForm::kNone;
   size_t nd_restored = 0, unstacked_keys = 0;
+  // Per-rank DTensor files only (verl, SkyRL: ranks/merge.h).
+  ranks::Summary ranks;
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
 };
 
 // Merges the checkpoint in `ckpt_dir` into `out`: a Megatron torch_dist
-// checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a DCP
+// checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a folder
+// of per-rank DTensor state dicts (ranks::FindRankFolder: verl, SkyRL) as
+// ranks/merge.h plans it, its huggingface/ files copied; a DCP
 // folder (or one holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as
 // MergeDcp does; else a
 // DeepSpeed checkpoint (see FindTagFolder). `out` is read by output/target.h

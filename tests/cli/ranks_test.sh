@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# zerofold merge of per-rank DTensor folders (verl, SkyRL: fixtures/ranks/, saved by FSDP2 in
+# torch 2.6): every fixture merged to torch and safetensors, folders and files, its optimizer
+# state, --dtype, --part, --verify, --dry-run, compared element for element with the ground
+# truth gathered live at save time (tests/ranks/compare_merged.py through tests/torch_oracle.py);
+# huggingface/ copied; and the refusals (a missing rank file, two world sizes, replicated copies
+# that differ, a truncated rank file, unsafe globals): one line, exit 1, no output.
+# Ends with zf_finish's count (tests/cli/lib.sh).
+. "$(dirname "$0")/lib.sh"
+R=$F/ranks
+CMP=$ZF_ROOT/tests/ranks/compare_merged.py
+export ORACLE_DIR=$ZF_ROOT/tests
+cd "$T" || exit 1
+
+# same NAME OUT EXPECTED [--cast D]: OUT holds EXPECTED's tensors, element for element.
+same() {
+  local name=$1
+  shift
+  local got
+  if got=$("$PY" "$CMP" "$@" 2>&1); then ok; else bad "$name: $got"; fi
+}
+
+# refused NAME WANT_STDERR OUT CMD...: exit 1, exactly that stderr, OUT not created.
+refused() {
+  local name=$1 want=$2 out=$3
+  shift 3
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  local err
+  err=$(cat err.txt)
+  if [ "$rc" = 1 ] && [ "$err" = "$want" ] && [ ! -e "$out" ]; then ok; else
+    bad "$name: exit $rc, stderr: $err; want: $want; $(ls -d "$out" 2>/dev/null)"
+  fi
+}
+
+for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2; do
+  keep=""
+  [ "$c" = tp_2x2 ] && keep=--keep-unsafe
+  "$Z" merge --quiet $keep "$R/$c" "$c.out/" 2>/dev/null || bad "$c: merge"
+  same "$c: torch folder" "$c.out" "$R/$c/expected.pt"
+  for f in config.json generation_config.json tokenizer_config.json; do
+    if cmp -s "$c.out/$f" "$R/$c/huggingface/$f"; then ok; else bad "$c: huggingface/$f copied"; fi
+  done
+  "$Z" merge --quiet $keep "$R/$c" "$c.safetensors" 2>/dev/null || bad "$c: merge safetensors"
+  same "$c: safetensors file" "$c.safetensors" "$R/$c/expected.pt"
+  "$Z" merge --quiet $keep --select optimizer --to safetensors "$R/$c" "$c.optim/" 2>/dev/null ||
+    bad "$c: merge optimizer"
+  same "$c: optimizer state" "$c.optim" "$R/$c/expected_optim.pt"
+done
+
+# Dtypes as saved (bf16 stays bf16, fp32 stays fp32); --dtype casts the floating ones.
+"$Z" merge --quiet --dtype bfloat16 "$R/fsdp2_w2" bf16.bin || bad "--dtype bfloat16"
+same "--dtype bfloat16" bf16.bin "$R/fsdp2_w2/expected.pt" --cast bfloat16
+
+# --part I/N, then finish: the same tensors as one run.
+for i in 0 1; do
+  "$Z" merge --quiet --part $i/2 --max-shard-size 300 "$R/hsdp_2x2" parts/ || bad "--part $i/2"
+done
+"$Z" merge --quiet --part finish --max-shard-size 300 "$R/hsdp_2x2" parts/ || bad "--part finish"
+same "--part 0/2 1/2 finish" parts "$R/hsdp_2x2/expected.pt"
+if [ -f parts/pytorch_model.bin.index.json ] && [ -f parts/config.json ]; then ok; else bad "--part: index and config"; fi
+
+# --verify reads the output back; --dry-run writes nothing.
+"$Z" merge --verify "$R/fsdp2_w4" v.safetensors >out.txt 2>err.txt || bad "--verify: $(cat err.txt)"
+grep -q "^verified 13 tensors, " out.txt && ok || bad "--verify line: $(cat out.txt)"
+"$Z" merge --dry-run "$R/fsdp2_w4" dry/ >out.txt 2>err.txt || bad "--dry-run: $(cat err.txt)"
+if [ ! -e dry ] && grep -q "^$R/fsdp2_w4: per-rank DTensor files, world 4, fsdp2, mesh (4,) fsdp, 9 replicated copies checked equal, 4 files$" out.txt &&
+  grep -q "^  a.proj.weight  float32 \[5, 4\]  (Shard(0))  3 chunks$" out.txt &&
+  grep -q "^  a.scale  float32 \[1\]  plain  1 chunk$" out.txt; then ok; else bad "--dry-run plan: $(head -5 out.txt)"; fi
+"$Z" merge --dry-run --json "$R/tp_2x2" --keep-unsafe dry.safetensors >out.json 2>/dev/null
+if [ ! -e dry.safetensors ] && "$PY" -c '
+import json, sys
+r = json.load(open("out.json"))
+assert r["kind"] == "ranks", r["kind"]
+assert r["ranks"]["world_size"] == 4 and r["ranks"]["meshes"] == ["(2, 2) dp, tp", "(2,) dp"], r["ranks"]
+assert r["ranks"]["dtensors"] == 6 and r["ranks"]["plain"] == 1, r["ranks"]'; then ok; else bad "--dry-run --json: $(cat out.json)"; fi
+
+# Refusals.
+refused "_StridedShard without --keep-unsafe" \
+  "zerofold: $R/tp_2x2/model_world_size_4_rank_0.pt: unsafe: pickle references unsafe globals: torch.distributed.tensor.placement_types._StridedShard (not on an allowlist) (torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run))" \
+  tp.out "$Z" merge "$R/tp_2x2" tp.out/
+
+cp -r "$R/fsdp2_w4" missing && rm missing/model_world_size_4_rank_2.pt
+refused "a missing rank file" \
+  "zerofold: missing: corrupt: no model_world_size_4_rank_2.pt: every rank's file holds its shard" \
+  m.out "$Z" merge missing m.out/
+
+cp -r "$R/fsdp2_w2" mixed && cp "$R/fsdp2_w4/model_world_size_4_rank_3.pt" mixed/
+refused "two world sizes" \
+  "zerofold: mixed: corrupt: rank files of world sizes 2 and 4 (model_world_size_4_rank_3.pt): one checkpoint's files share one world size" \
+  x.out "$Z" merge mixed x.out/
+
+cp -r "$R/fsdp2_w2" badconfig && printf '{"FSDP_version": 2, "world_size": 4}' >badconfig/fsdp_config.json
+refused "fsdp_config.json of another world" \
+  "zerofold: badconfig/fsdp_config.json: corrupt: world_size 4, the rank files' is 2" \
+  y.out "$Z" merge badconfig y.out/
+
+# A replicated buffer whose copy on rank 1 differs (the zip record rewritten with its CRC).
+cp -r "$R/fsdp2_w2" differ
+key=$("$Z" inspect --json differ/model_world_size_2_rank_1.pt |
+  "$PY" -c 'import json, sys; print([t["storage"] for t in json.load(sys.stdin)["files"][0]["tensors"] if t["name"] == "steps"][0])')
+"$PY" - differ/model_world_size_2_rank_1.pt "$key" <<'PYEOF'
+import sys, zipfile
+path, key = sys.argv[1], sys.argv[2]
+src = zipfile.ZipFile(path)
+items = [(i, src.read(i.filename)) for i in src.infolist()]
+src.close()
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+    for info, data in items:
+        if info.filename.endswith("/data/" + key):  # `steps`, int64 [1]
+            data = bytes([data[0] ^ 1]) + data[1:]
+        out.writestr(info, data)
+PYEOF
+refused "a replicated value that differs" \
+  "zerofold: differ: steps: corrupt: replicated value differs between rank 0 and rank 1 (box at [0] of [1]; xxh3 bb6f4149b62a32b6e619cdeae4a4a0f4 vs 7fd5a2c19908396d68c4b2d0774ab92f): refusing to pick one" \
+  d.out "$Z" merge differ d.out/
+
+cp -r "$R/fsdp2_w2" truncated && head -c 5000 "$R/fsdp2_w2/model_world_size_2_rank_1.pt" >truncated/model_world_size_2_rank_1.pt
+refused "a truncated rank file" \
+  "zerofold: truncated/model_world_size_2_rank_1.pt: @ 0: corrupt: no end of central directory record in the last 5000 bytes: not a zip archive, or truncated" \
+  t.out "$Z" merge truncated t.out/
+
+zf_finish
