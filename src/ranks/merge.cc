@@ -15,9 +15,6 @@ namespace zerofold::ranks {
 
 namespace {
 
-constexpr std::string_view kUnsafeHint =
-    "torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run)";
-
 struct Holder {
   int64_t rank = 0;
   gather::Piece piece;
@@ -63,6 +60,8 @@ class Planner {
     out_.summary.strategy = folder_.strategy;
     out_.summary.optimizer = optim;
     const std::vector<std::string>& files = optim ? folder_.optim_files : folder_.model_files;
+    optim_ = optim;
+    world_ = folder_.world;
     for (size_t r = 0; r < files.size(); ++r) ZF_TRY(ReadRank(static_cast<int64_t>(r), files[r]));
     if (optim) ZF_TRY(NameParams());
     ZF_TRY(Build());
@@ -80,11 +79,17 @@ class Planner {
     const torch::Checkpoint& ckpt = *read;
     if (!ckpt.unsafe_globals.empty()) {
       if (!options_.keep_unsafe) return pickle::RefuseUnsafe(ckpt.unsafe_globals, kUnsafeHint).WithPath(path);
+      if (out_.summary.first_unsafe_file.empty()) out_.summary.first_unsafe_file = path;
+      for (const std::string& g : ckpt.unsafe_globals)
+        if (std::find(out_.summary.unsafe_globals.begin(), out_.summary.unsafe_globals.end(), g) ==
+            out_.summary.unsafe_globals.end())
+          out_.summary.unsafe_globals.push_back(g);
       out_.warnings.emplace_back(path, "merged despite unsafe globals " + pickle::DescribeUnsafe(ckpt.unsafe_globals) +
                                            " (never run)");
     }
     Result<std::vector<RankValue>> values = FindValues(ckpt);
     if (!values.ok()) return Status(values.status()).WithPath(path);
+    if (optim_ && world_ > 1) ZF_TRY(CheckOptimizerForm(*values, path));
     const uint32_t file = static_cast<uint32_t>(out_.sources.size());
     for (const RankValue& v : *values) {
       Status s = Add(rank, file, ckpt, v);
@@ -133,6 +138,22 @@ class Planner {
     if (new_box) e.boxes.emplace_back();
     e.boxes[b->second].push_back(std::move(h));
     return Status::OK();
+  }
+
+  // FSDP1's optimizer.state_dict() (verl saves it as is) holds each rank's
+  // slice of each flattened param: plain 1-D tensors of different lengths,
+  // no placements; only FSDP's flat-param layout maps them back.
+  Status CheckOptimizerForm(const std::vector<RankValue>& values, const std::string& path) const {
+    bool dtensor = false, shaped = false;
+    for (const RankValue& v : values) {
+      dtensor |= v.dtensor;
+      shaped |= !v.dtensor && !v.shape.empty();
+    }
+    if (dtensor || !shaped) return Status::OK();
+    return Status::Unsupported(
+               "the optimizer state is plain tensors, no DTensors: FSDP1's per-rank slices of flattened params "
+               "(optimizer.state_dict() under SHARDED_STATE_DICT), which only FSDP's flat-param layout maps back")
+        .WithPath(path);
   }
 
   // optimizer.state_dict() numbers params in model.parameters() order: the
@@ -212,7 +233,7 @@ class Planner {
 
   // Every rank holding one box holds the same bytes.
   Status CheckCopies(const Entry& e, const std::vector<Holder>& holders) {
-    if (holders.size() < 2) return Status::OK();
+    if (holders.size() < 2 || !options_.check_copies) return Status::OK();
     ZF_ASSIGN_OR_RETURN(torch::Hash128 first, HashPiece(holders[0].piece));
     for (size_t i = 1; i < holders.size(); ++i) {
       ZF_ASSIGN_OR_RETURN(torch::Hash128 h, HashPiece(holders[i].piece));
@@ -236,6 +257,8 @@ class Planner {
   std::vector<Entry> entries_;
   std::map<std::string, size_t> index_;
   std::vector<std::byte> window_, buffer_;
+  bool optim_ = false;
+  int64_t world_ = 0;
 };
 
 }  // namespace

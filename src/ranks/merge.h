@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,11 +39,18 @@
 
 namespace zerofold::ranks {
 
+// What a refusal of unsafe globals in rank files says to do.
+inline constexpr std::string_view kUnsafeHint =
+    "torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run)";
+
 struct MergeOptions {
   std::optional<std::string> select;   // unset or "model": the model files; "optimizer"/"optim"
   std::optional<torch::DType> dtype;   // floating tensors; unset: as saved
   std::vector<std::string> only;       // glob patterns on output names
   bool keep_unsafe = false;            // merge files whose pickles name unsafe globals
+  // Hash the copies several ranks hold (false: inspect, which reads no
+  // tensor bytes, and leaves the check to merge).
+  bool check_copies = true;
   size_t buffer_bytes = size_t{1} << 20;
   torch::ReadOptions read;
 };
@@ -57,6 +65,10 @@ struct Summary {
   size_t dtensors = 0, plain = 0;        // output tensors of each kind
   size_t replicated_checked = 0;         // copies hashed and found equal
   bool optimizer_names_mapped = false;   // param ids named after the model's keys
+  // Globals off the allowlists (torch's weights_only refuses them), first
+  // seen first, and the first file naming one (merged with keep_unsafe).
+  std::vector<std::string> unsafe_globals;
+  std::string first_unsafe_file;
   // Per output tensor (plan order): its placements, "(Shard(0))", "" for plain.
   std::vector<std::string> placements;
 };
@@ -80,7 +92,9 @@ struct PlannedMerge {
 //                 shape, dtype or kind differs between ranks, whose local
 //                 shape is not its box's, whose boxes leave a gap or
 //                 overlap; replicated copies with different bytes;
-//   kUnsupported  placements LocalBox does not read (Partial);
+//   kUnsupported  placements LocalBox does not read (Partial); optim files
+//                 of plain tensors only (FSDP1's flat-param slices) over
+//                 several ranks;
 //   kInvalidArgument  a select other than model/optimizer, or optimizer
 //                 with no optim files; what gather::LayOut refuses.
 Result<PlannedMerge> PlanRankMerge(Env* env, const RankFolder& folder, const MergeOptions& options);

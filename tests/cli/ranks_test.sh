@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# zerofold merge of per-rank DTensor folders (verl, SkyRL: fixtures/ranks/, saved by FSDP2 in
-# torch 2.6): every fixture merged to torch and safetensors, folders and files, its optimizer
+# zerofold merge of per-rank DTensor folders (verl, SkyRL: fixtures/ranks/, saved by FSDP2 and
+# FSDP1 in torch 2.6): every fixture merged to torch and safetensors, folders and files, its optimizer
 # state, --dtype, --part, --verify, --dry-run, compared element for element with the ground
 # truth gathered live at save time (tests/ranks/compare_merged.py through tests/torch_oracle.py);
 # huggingface/ copied; and the refusals (a missing rank file, two world sizes, replicated copies
@@ -33,7 +33,7 @@ refused() {
   fi
 }
 
-for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2; do
+for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2 fsdp1_w2; do
   keep=""
   [ "$c" = tp_2x2 ] && keep=--keep-unsafe
   "$Z" merge --quiet $keep "$R/$c" "$c.out/" 2>/dev/null || bad "$c: merge"
@@ -43,6 +43,7 @@ for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2; do
   done
   "$Z" merge --quiet $keep "$R/$c" "$c.safetensors" 2>/dev/null || bad "$c: merge safetensors"
   same "$c: safetensors file" "$c.safetensors" "$R/$c/expected.pt"
+  [ "$c" = fsdp1_w2 ] && continue  # FSDP1's optimizer state: refused below
   "$Z" merge --quiet $keep --select optimizer --to safetensors "$R/$c" "$c.optim/" 2>/dev/null ||
     bad "$c: merge optimizer"
   same "$c: optimizer state" "$c.optim" "$R/$c/expected_optim.pt"
@@ -75,10 +76,44 @@ assert r["kind"] == "ranks", r["kind"]
 assert r["ranks"]["world_size"] == 4 and r["ranks"]["meshes"] == ["(2, 2) dp, tp", "(2,) dp"], r["ranks"]
 assert r["ranks"]["dtensors"] == 6 and r["ranks"]["plain"] == 1, r["ranks"]'; then ok; else bad "--dry-run --json: $(cat out.json)"; fi
 
+# --only keeps the names it matches.
+"$Z" merge --quiet --only 'b.*' "$R/fsdp2_w2" only.safetensors || bad "--only"
+"$PY" -c '
+import sys; sys.path.insert(0, sys.argv[1]); import torch_oracle
+names = sorted(torch_oracle.load_safetensors(sys.argv[2]))
+assert names == ["b.norm.bias", "b.norm.weight", "b.proj.bias", "b.proj.weight", "b.scale"], names' \
+  "$ORACLE_DIR" only.safetensors && ok || bad "--only: names"
+
+# inspect: world, meshes, placements and pieces per tensor, merge's outlook; no tensor bytes.
+"$Z" inspect "$R/fsdp2_w4" >out.txt 2>err.txt || bad "inspect: $(cat err.txt)"
+for line in "$R/fsdp2_w4 (per-rank DTensor files, world 4, fsdp2)" "  mesh     (4,) fsdp" \
+  "  files    4 model, 4 optim, huggingface/" "  a.proj.weight  float32 [5, 4]  (Shard(0))  3 pieces" \
+  "  gate  float32 [1, 3]  (Shard(0))  1 piece" "  b.proj.weight  bfloat16 [3, 5]  (Shard(0))  3 pieces" \
+  "  merge    13 tensors (10 DTensors, 3 plain); copies held by several ranks are hashed by merge"; do
+  grep -qxF "$line" out.txt && ok || bad "inspect line: $line" "$(cat out.txt)"
+done
+"$Z" inspect "$R/tp_2x2" >out.txt 2>err.txt || bad "inspect tp: $(cat err.txt)"
+grep -qxF "  up.weight  float32 [8, 6]  (_StridedShard(0, 2), Shard(0))  4 pieces" out.txt && ok || bad "inspect tp: up.weight"
+grep -qxF "  merge    refused: $R/tp_2x2/model_world_size_4_rank_0.pt: unsafe: pickle references unsafe globals: torch.distributed.tensor.placement_types._StridedShard (not on an allowlist) (torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run))" out.txt &&
+  ok || bad "inspect tp: outlook" "$(tail -1 out.txt)"
+"$Z" inspect --json "$R/hsdp_2x2" >out.json || bad "inspect --json"
+"$PY" -c '
+import json
+f = json.load(open("out.json"))["files"][0]
+assert f["format"] == "ranks" and f["world_size"] == 4 and f["meshes"] == ["(2, 2) dp_replicate, dp_shard"], f
+assert f["merge"] == {"ok": True}, f["merge"]
+w = [t for t in f["tensors"] if t["name"] == "a.proj.weight"][0]
+assert w == {"name": "a.proj.weight", "dtype": "float32", "shape": [5, 4], "placements": "(Replicate(), Shard(0))", "pieces": 2}, w' &&
+  ok || bad "inspect --json" "$(head -c 600 out.json)"
+
 # Refusals.
 refused "_StridedShard without --keep-unsafe" \
   "zerofold: $R/tp_2x2/model_world_size_4_rank_0.pt: unsafe: pickle references unsafe globals: torch.distributed.tensor.placement_types._StridedShard (not on an allowlist) (torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run))" \
   tp.out "$Z" merge "$R/tp_2x2" tp.out/
+
+refused "FSDP1's optimizer state (flat-param slices)" \
+  "zerofold: $R/fsdp1_w2/optim_world_size_2_rank_0.pt: unsupported: the optimizer state is plain tensors, no DTensors: FSDP1's per-rank slices of flattened params (optimizer.state_dict() under SHARDED_STATE_DICT), which only FSDP's flat-param layout maps back" \
+  f1.out "$Z" merge --select optimizer "$R/fsdp1_w2" f1.out/
 
 cp -r "$R/fsdp2_w4" missing && rm missing/model_world_size_4_rank_2.pt
 refused "a missing rank file" \
