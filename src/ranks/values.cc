@@ -154,7 +154,9 @@ class Reader {
       ZF_ASSIGN_OR_RETURN(Placement pl, ReadPlacement(p));
       r.placements.push_back(pl);
     }
-    ZF_TRY(ReadMeta(Field(spec, "tensor_meta"), &r));
+    const NodeId meta = Field(spec, "tensor_meta");
+    if (meta == kNoNode || g_.kind(meta) == Kind::kNone) ZF_TRY(ReadWrapperArgs(a[2], &r));
+    else ZF_TRY(ReadMeta(meta, &r));
     const torch::Tensor& lt = ckpt_.tensors[r.tensor];
     if (lt.dtype != r.dtype)
       return Bad("local tensor is " + std::string(torch::Info(lt.dtype).name) + ", its spec says " +
@@ -189,6 +191,24 @@ class Reader {
         .WithRecord(name_);
   }
 
+  // A spec without tensor_meta: the global dtype and size from the
+  // wrapper's args (DTensor, dtype, size, stride, storage_offset, ...).
+  Status ReadWrapperArgs(NodeId args, RankValue* r) const {
+    if (g_.kind(args) != Kind::kTuple || g_.Items(args).size() < 3) return Bad("no TensorMeta and no wrapper args");
+    std::span<const NodeId> f = g_.Items(args);
+    ZF_TRY(ReadDType(f[1], r));
+    ZF_ASSIGN_OR_RETURN(r->shape, Ints(f[2], "size"));
+    return Status::OK();
+  }
+
+  Status ReadDType(NodeId dtype, RankValue* r) const {
+    if (g_.kind(dtype) != Kind::kGlobal || g_.GlobalModule(dtype) != "torch") return Bad("a dtype that is no torch dtype");
+    std::optional<torch::DType> dt = torch::FromName(g_.GlobalName(dtype));
+    if (!dt) return Status::Unsupported("DTensor of dtype torch." + std::string(g_.GlobalName(dtype))).WithRecord(name_);
+    r->dtype = *dt;
+    return Status::OK();
+  }
+
   // TensorMeta(Size(shape), stride, dtype), a namedtuple built by REDUCE.
   Status ReadMeta(NodeId meta, RankValue* r) const {
     if (meta == kNoNode || g_.kind(meta) != Kind::kObject ||
@@ -204,11 +224,7 @@ class Reader {
       size = g_.Items(sa)[0];
     }
     ZF_ASSIGN_OR_RETURN(r->shape, Ints(size, "TensorMeta.shape"));
-    if (g_.kind(f[2]) != Kind::kGlobal || g_.GlobalModule(f[2]) != "torch") return Bad("TensorMeta.dtype is no torch dtype");
-    std::optional<torch::DType> dt = torch::FromName(g_.GlobalName(f[2]));
-    if (!dt) return Status::Unsupported("DTensor of dtype torch." + std::string(g_.GlobalName(f[2]))).WithRecord(name_);
-    r->dtype = *dt;
-    return Status::OK();
+    return ReadDType(f[2], r);
   }
 
   static constexpr std::string_view kDTensorSpecModules[] = {"torch.distributed.tensor._dtensor_spec",

@@ -11,7 +11,8 @@
 // mesh (DeviceMesh: "mesh" a tensor of ranks whose shape is the mesh's,
 // "_coordinate_on_dim" the saving rank's coordinates, "mesh_dim_names"),
 // placements (Shard/_StridedShard/Replicate/Partial, NEWOBJ + BUILD of
-// their fields) and tensor_meta (TensorMeta(Size, stride, dtype)).
+// their fields) and tensor_meta (TensorMeta(Size, stride, dtype); when it
+// is None, the wrapper's dtype and size stand for it).
 #ifndef ZEROFOLD_RANKS_VALUES_H_
 #define ZEROFOLD_RANKS_VALUES_H_
 
