@@ -130,11 +130,13 @@ refused "fsdp_config.json of another world" \
   "zerofold: badconfig/fsdp_config.json: corrupt: world_size 4, the rank files' is 2" \
   y.out "$Z" merge badconfig y.out/
 
-# A replicated buffer whose copy on rank 1 differs (the zip record rewritten with its CRC).
-cp -r "$R/fsdp2_w2" differ
-key=$("$Z" inspect --json differ/model_world_size_2_rank_1.pt |
-  "$PY" -c 'import json, sys; print([t["storage"] for t in json.load(sys.stdin)["files"][0]["tensors"] if t["name"] == "steps"][0])')
-"$PY" - differ/model_world_size_2_rank_1.pt "$key" <<'PYEOF'
+# flip FILE TENSOR: rewrites FILE's zip with the first byte of TENSOR's storage flipped
+# (Python's zipfile writes the new CRC-32, so only the replica check can notice).
+flip() {
+  local key
+  key=$("$Z" inspect --json "$1" |
+    "$PY" -c 'import json, sys; print([t["storage"] for t in json.load(sys.stdin)["files"][0]["tensors"] if t["name"] == sys.argv[1]][0])' "$2")
+  "$PY" - "$1" "$key" <<'PYEOF'
 import sys, zipfile
 path, key = sys.argv[1], sys.argv[2]
 src = zipfile.ZipFile(path)
@@ -142,13 +144,24 @@ items = [(i, src.read(i.filename)) for i in src.infolist()]
 src.close()
 with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
     for info, data in items:
-        if info.filename.endswith("/data/" + key):  # `steps`, int64 [1]
+        if info.filename.endswith("/data/" + key):
             data = bytes([data[0] ^ 1]) + data[1:]
         out.writestr(info, data)
 PYEOF
-refused "a replicated value that differs" \
+}
+
+# A replicated buffer whose copy on rank 1 differs.
+cp -r "$R/fsdp2_w2" differ && flip differ/model_world_size_2_rank_1.pt steps
+refused "a replicated buffer that differs" \
   "zerofold: differ: steps: corrupt: replicated value differs between rank 0 and rank 1 (box at [0] of [1]; xxh3 bb6f4149b62a32b6e619cdeae4a4a0f4 vs 7fd5a2c19908396d68c4b2d0774ab92f): refusing to pick one" \
   d.out "$Z" merge differ d.out/
+
+# HSDP: rank 2 (replica group 1) holds a shard that differs from rank 0's copy of it.
+cp -r "$R/hsdp_2x2" replica && flip replica/model_world_size_4_rank_2.pt a.proj.weight.args.3.1._local_tensor
+"$Z" merge replica r.out/ >out.txt 2>err.txt
+if [ $? = 1 ] && [ ! -e r.out ] &&
+  grep -q "^zerofold: replica: a.proj.weight: corrupt: replicated value differs between rank 0 and rank 2 (box at \[0, 0\] of \[3, 4\]; xxh3 " err.txt; then
+  ok; else bad "a Replicate copy that differs: $(cat err.txt)"; fi
 
 cp -r "$R/fsdp2_w2" truncated && head -c 5000 "$R/fsdp2_w2/model_world_size_2_rank_1.pt" >truncated/model_world_size_2_rank_1.pt
 refused "a truncated rank file" \
