@@ -106,6 +106,22 @@ w = [t for t in f["tensors"] if t["name"] == "a.proj.weight"][0]
 assert w == {"name": "a.proj.weight", "dtype": "float32", "shape": [5, 4], "placements": "(Replicate(), Shard(0))", "pieces": 2}, w' &&
   ok || bad "inspect --json" "$(head -c 600 out.json)"
 
+# Globals judged as torch 2.6's weights_only judges them, file by file (fixtures/ranks/
+# weights_only.json, recorded in the chroot by record_weights_only.py).
+"$PY" - "$R" "$Z" <<'PYEOF' && ok || bad "weights_only parity"
+import json, os, subprocess, sys
+root, z = sys.argv[1], sys.argv[2]
+recorded = json.load(open(os.path.join(root, "weights_only.json")))["files"]
+assert len(recorded) == 48, len(recorded)
+for rel, want in sorted(recorded.items()):
+    out = subprocess.run([z, "inspect", "--json", os.path.join(root, rel)], capture_output=True, text=True)
+    unsafe = json.loads(out.stdout)["files"][0].get("unsafe_globals", [])
+    if want["loads"]:
+        assert not unsafe, (rel, unsafe)
+    else:
+        assert want["refused_global"] in unsafe, (rel, want, unsafe)
+PYEOF
+
 # Refusals.
 refused "_StridedShard without --keep-unsafe" \
   "zerofold: $R/tp_2x2/model_world_size_4_rank_0.pt: unsafe: pickle references unsafe globals: torch.distributed.tensor.placement_types._StridedShard (not on an allowlist) (torch.load(weights_only=True) refuses them too; --keep-unsafe merges the tensors (the globals are never run))" \
