@@ -72,7 +72,21 @@ Result<std::optional<RankFolder>> FindRankFolder(Env* env, const std::string& di
   RankFolder f;
   f.path = dir;
   ZF_ASSIGN_OR_RETURN(f.model_files, FilesOf(dir, entries, "model", &f.world));
-  if (f.model_files.empty()) return std::optional<RankFolder>();
+  if (f.model_files.empty()) {
+    // verl's global_step_N/ holds actor/ (and critic/), each a rank folder.
+    std::string roles;
+    for (const DirEntry& e : entries) {
+      if (!e.is_dir || (e.name != "actor" && e.name != "critic")) continue;
+      int64_t w = 0;
+      Result<std::vector<DirEntry>> sub = env->ListDir(model::JoinPath(dir, e.name));
+      if (sub.ok() && FilesOf(dir, *sub, "model", &w).ok() && w > 0) roles += (roles.empty() ? "" : ", ") + e.name + "/";
+    }
+    if (!roles.empty())
+      return Status::NotFound("no model_world_size_*_rank_*.pt here, but " + roles +
+                              " hold them (verl's global_step_N/): merge one of those")
+          .WithPath(dir);
+    return std::optional<RankFolder>();
+  }
   int64_t optim_world = f.world;
   ZF_ASSIGN_OR_RETURN(f.optim_files, FilesOf(dir, entries, "optim", &optim_world));
   const std::string config = model::JoinPath(dir, kFsdpConfigFile);

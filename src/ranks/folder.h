@@ -40,7 +40,9 @@ std::string RankFileName(const char* kind, int64_t world, int64_t rank);
 // (path: the folder or the file) for files of two world sizes, a rank
 // outside its world, a missing rank's model file (every rank is needed:
 // a rank's file holds its shard), optimizer files for some ranks only,
-// and an fsdp_config.json whose world_size differs from the files'.
+// and an fsdp_config.json whose world_size differs from the files';
+// kNotFound for a folder without rank files whose actor/ or critic/
+// holds them (verl's global_step_N/), naming them.
 Result<std::optional<RankFolder>> FindRankFolder(Env* env, const std::string& dir);
 
 }  // namespace zerofold::ranks

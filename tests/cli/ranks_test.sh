@@ -20,7 +20,8 @@ same() {
   if got=$("$PY" "$CMP" "$@" 2>&1); then ok; else bad "$name: $got"; fi
 }
 
-# refused NAME WANT_STDERR OUT CMD...: exit 1, exactly that stderr, OUT not created.
+# refused NAME WANT_STDERR OUT CMD...: exit 1 (WANT_RC when set), exactly that stderr,
+# OUT not created.
 refused() {
   local name=$1 want=$2 out=$3
   shift 3
@@ -28,7 +29,7 @@ refused() {
   local rc=$?
   local err
   err=$(cat err.txt)
-  if [ "$rc" = 1 ] && [ "$err" = "$want" ] && [ ! -e "$out" ]; then ok; else
+  if [ "$rc" = "${WANT_RC:-1}" ] && [ "$err" = "$want" ] && [ ! -e "$out" ]; then ok; else
     bad "$name: exit $rc, stderr: $err; want: $want; $(ls -d "$out" 2>/dev/null)"
   fi
 }
@@ -130,6 +131,11 @@ refused "_StridedShard without --keep-unsafe" \
 refused "FSDP1's optimizer state (flat-param slices)" \
   "zerofold: $R/fsdp1_w2/optim_world_size_2_rank_0.pt: unsupported: the optimizer state is plain tensors, no DTensors: FSDP1's per-rank slices of flattened params (optimizer.state_dict() under SHARDED_STATE_DICT), which only FSDP's flat-param layout maps back" \
   f1.out "$Z" merge --select optimizer "$R/fsdp1_w2" f1.out/
+
+mkdir -p global_step_1 && cp -r "$R/fsdp2_w2" global_step_1/actor && cp -r "$R/fsdp2_w2" global_step_1/critic
+WANT_RC=3 refused "verl's global_step_N/ (actor/ and critic/ inside): not found, exit 3" \
+  "zerofold: global_step_1: not found: no model_world_size_*_rank_*.pt here, but actor/, critic/ hold them (verl's global_step_N/): merge one of those" \
+  g.out "$Z" merge global_step_1 g.out/
 
 cp -r "$R/fsdp2_w4" missing && rm missing/model_world_size_4_rank_2.pt
 refused "a missing rank file" \
