@@ -34,9 +34,9 @@ refused() {
   fi
 }
 
-for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2 fsdp1_w2; do
+for c in fsdp2_w2 fsdp2_w4 hsdp_2x2 tp_2x2 hsdp_tp_2x2x2 fsdp1_w2; do
   keep=""
-  [ "$c" = tp_2x2 ] && keep=--keep-unsafe
+  case $c in tp_*|hsdp_tp_*) keep=--keep-unsafe ;; esac
   "$Z" merge --quiet $keep "$R/$c" "$c.out/" 2>/dev/null || bad "$c: merge"
   same "$c: torch folder" "$c.out" "$R/$c/expected.pt"
   for f in config.json generation_config.json tokenizer_config.json; do
@@ -113,7 +113,7 @@ assert w == {"name": "a.proj.weight", "dtype": "float32", "shape": [5, 4], "plac
 import json, os, subprocess, sys
 root, z = sys.argv[1], sys.argv[2]
 recorded = json.load(open(os.path.join(root, "weights_only.json")))["files"]
-assert len(recorded) == 48, len(recorded)
+assert len(recorded) == 72, len(recorded)
 for rel, want in sorted(recorded.items()):
     out = subprocess.run([z, "inspect", "--json", os.path.join(root, rel)], capture_output=True, text=True)
     unsafe = json.loads(out.stdout)["files"][0].get("unsafe_globals", [])
