@@ -167,6 +167,24 @@ std::string OutlookText(const megatron::MergeOutlook& o) {
   return "refuses: " + Shown(o.refusal.ToString());
 }
 
+void PrintRanks(const ranks::Inspection& i) {
+  std::printf("%s (per-rank DTensor files, world %lld%s%s)\n", Shown(i.folder.path).c_str(),
+              static_cast<long long>(i.folder.world), i.folder.strategy.empty() ? "" : ", ",
+              Shown(i.folder.strategy).c_str());
+  for (const std::string& m : i.summary.meshes) std::printf("  mesh     %s\n", Shown(m).c_str());
+  std::printf("  files    %zu model, %zu optim%s\n", i.folder.model_files.size(), i.folder.optim_files.size(),
+              i.folder.hf_folder.empty() ? "" : ", huggingface/");
+  for (const ranks::TensorRow& t : i.tensors)
+    std::printf("  %s  %s %s  %s  %zu piece%s\n", Shown(t.name).c_str(), std::string(torch::Info(t.dtype).name).c_str(),
+                torch::ShapeText(t.shape).c_str(), t.placements.empty() ? "plain" : t.placements.c_str(), t.pieces,
+                t.pieces == 1 ? "" : "s");
+  if (i.outlook.ok())
+    std::printf("  merge    %zu tensors (%zu DTensors, %zu plain); copies held by several ranks are hashed by merge\n",
+                i.tensors.size(), i.summary.dtensors, i.summary.plain);
+  else
+    std::printf("  merge    refused: %s\n", Shown(i.outlook.ToString()).c_str());
+}
+
 void PrintMegatron(const megatron::Inspection& i) {
   std::string where = megatron::LayoutName(i.folder.layout);
   if (!i.folder.iteration_folder.empty())
@@ -321,6 +339,7 @@ int RunInspect(const std::vector<std::string>& argv) {
           return;
         }
         if (p.megatron) show(PrintMegatron, *p.megatron);
+        if (p.ranks) show(PrintRanks, *p.ranks);
         if (p.dcp) show(PrintDcp, *p.dcp);
         if ((p.megatron || p.dcp) && hf_base && !as_json) {
           Status hf = PrintHfOutlook(p.path, *hf_base, options);

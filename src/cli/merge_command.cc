@@ -44,6 +44,15 @@ constexpr const char* kMergeHelp =
     "that prefix is stripped. --select PREFIX merges the keys under PREFIX\n"
     "instead, named relative to it.\n"
     "\n"
+    "A folder of per-rank DTensor state dicts as verl and SkyRL save them\n"
+    "(model_world_size_W_rank_R.pt for every rank, fsdp_config.json,\n"
+    "huggingface/): each rank's shard placed by its device mesh coordinates\n"
+    "and placements (Shard, uneven and empty shards, Replicate, FSDP2 + TP's\n"
+    "_StridedShard), copies held by several ranks (Replicate, buffers)\n"
+    "checked equal by hash and written once, dtypes as saved, huggingface/'s\n"
+    "config and tokenizer copied; --select optimizer merges the optim files\n"
+    "(state.<param>.exp_avg, ...).\n"
+    "\n"
     "A Megatron-Core / NeMo 2 torch_dist checkpoint (metadata.json naming the\n"
     "torch_dist backend beside .metadata, common.pt and *.distcp; or a\n"
     "Megatron-LM save folder with latest_checkpointed_iteration.txt and\n"
@@ -207,8 +216,25 @@ std::string MegatronText(const merge::MergeReport& r) {
   return text;
 }
 
+// "per-rank DTensor files, world 4, mesh (2, 2) dp, tp, 2 copies checked equal".
+std::string RanksText(const merge::MergeReport& r) {
+  std::string text = "per-rank DTensor files, world " + std::to_string(r.ranks.world);
+  if (!r.ranks.strategy.empty()) text += ", " + r.ranks.strategy;
+  for (const std::string& m : r.ranks.meshes) text += ", mesh " + m;
+  if (r.ranks.optimizer) text += r.ranks.optimizer_names_mapped ? ", optimizer state" : ", optimizer state by param id";
+  text += ", " + std::to_string(r.ranks.replicated_checked) + " replicated copies checked equal";
+  return text;
+}
+
+std::string KindText(const merge::MergeReport& r) {
+  if (r.kind == merge::CheckpointKind::kRanks) return RanksText(r);
+  return r.kind == merge::CheckpointKind::kDcp ? "DCP" : MegatronText(r);
+}
+
 void PrintDcpPlan(const merge::MergeReport& r) {
-  if (r.kind == merge::CheckpointKind::kMegatron)
+  if (r.kind == merge::CheckpointKind::kRanks)
+    std::printf("%s: %s, %zu files\n", r.checkpoint.c_str(), RanksText(r).c_str(), r.gather.sources.size());
+  else if (r.kind == merge::CheckpointKind::kMegatron)
     std::printf("%s: %s, %zu files\n", r.dcp_folder.c_str(), MegatronText(r).c_str(), r.gather.sources.size());
   else
     std::printf("%s: PyTorch Distributed Checkpoint (%s layout%s%s), %zu files\n", r.dcp_folder.c_str(),
@@ -219,8 +245,11 @@ void PrintDcpPlan(const merge::MergeReport& r) {
     for (size_t i : f.entries) {
       const merge::OutputEntry& e = r.layout.entries[i];
       const gather::GatherTensor& t = r.gather.tensors[e.tensor];
-      std::printf("  %s  %s %s  %zu chunk%s\n", e.name.c_str(), std::string(torch::Info(t.dtype).name).c_str(),
-                  torch::ShapeText(t.shape).c_str(), t.pieces.size(), t.pieces.size() == 1 ? "" : "s");
+      std::string placements;
+      if (r.kind == merge::CheckpointKind::kRanks && e.tensor < r.ranks.placements.size())
+        placements = r.ranks.placements[e.tensor].empty() ? "  plain" : "  " + r.ranks.placements[e.tensor];
+      std::printf("  %s  %s %s%s  %zu chunk%s\n", e.name.c_str(), std::string(torch::Info(t.dtype).name).c_str(),
+                  torch::ShapeText(t.shape).c_str(), placements.c_str(), t.pieces.size(), t.pieces.size() == 1 ? "" : "s");
       for (const gather::Piece& p : t.pieces) std::printf("    <- %s\n", PieceText(r, p).c_str());
     }
   }
@@ -253,7 +282,7 @@ void PrintPlan(const merge::MergeReport& r) {
 void PrintSummary(const merge::MergeReport& r, const std::string& out, bool dry_run) {
   if (r.kind != merge::CheckpointKind::kZero) {
     std::string left = LeftOutText(r);
-    std::string kind = r.kind == merge::CheckpointKind::kDcp ? "DCP" : MegatronText(r);
+    std::string kind = KindText(r);
     if (r.nd_restored) kind += ", " + std::to_string(r.nd_restored) + " N-D flattened reshaped";
     if (r.unstacked_keys) kind += ", " + std::to_string(r.unstacked_keys) + " stacked keys split";
     if (!r.hf_table.empty()) {
@@ -290,7 +319,8 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   w.Key("checkpoint");
   w.String(r.checkpoint);
   w.Key("kind");
-  w.String(megatron ? "megatron" : dcp ? "dcp" : "zero");
+  const bool ranks = r.kind == merge::CheckpointKind::kRanks;
+  w.String(ranks ? "ranks" : megatron ? "megatron" : dcp ? "dcp" : "zero");
   if (!r.hf_table.empty()) {
     w.Key("hf");
     w.BeginObject();
@@ -306,6 +336,27 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
       for (const std::string& n : *names) w.String(n);
       w.EndArray();
     }
+    w.EndObject();
+  }
+  if (ranks) {
+    w.Key("ranks");
+    w.BeginObject();
+    w.Key("world_size");
+    w.Int(r.ranks.world);
+    w.Key("strategy");
+    w.String(r.ranks.strategy);
+    w.Key("meshes");
+    w.BeginArray();
+    for (const std::string& m : r.ranks.meshes) w.String(m);
+    w.EndArray();
+    w.Key("dtensors");
+    w.Uint(r.ranks.dtensors);
+    w.Key("plain");
+    w.Uint(r.ranks.plain);
+    w.Key("replicated_checked");
+    w.Uint(r.ranks.replicated_checked);
+    w.Key("optimizer");
+    w.Bool(r.ranks.optimizer);
     w.EndObject();
   }
   if (megatron) {

@@ -81,6 +81,7 @@ PathReport InspectPath(Env* env, const std::string& path, const model::ListOptio
   PathReport out;
   out.path = path;
   if (Claimed(megatron::InspectPath(env, path, options.torch), Kind::kMegatron, &out.megatron, &out)) return out;
+  if (Claimed(ranks::InspectPath(env, path, options.torch), Kind::kRanks, &out.ranks, &out)) return out;
   if (Claimed(dcp::ListDcpPath(env, path, options.torch), Kind::kDcp, &out.dcp, &out)) return out;
   if (zero::IsDeepSpeedFolder(env, path)) {
     Result<zero::ZeroInspection> z = zero::InspectZeroCheckpoint(env, path, options.torch);

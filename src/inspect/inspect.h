@@ -8,7 +8,8 @@
 //
 // A PATH is tried, in this order, as:
 //   1. a Megatron-Core / NeMo 2 torch_dist checkpoint (megatron::InspectPath);
-//   2. a PyTorch Distributed Checkpoint folder (dcp::ListDcpPath);
+//   2. a folder of per-rank DTensor files (ranks::InspectPath: verl, SkyRL);
+//   2b. a PyTorch Distributed Checkpoint folder (dcp::ListDcpPath);
 //   3. a DeepSpeed checkpoint folder or tag folder (zero::IsDeepSpeedFolder);
 //   4. a torch or safetensors file, or a Hugging Face model folder
 //      (model::ResolveModelPath): each checkpoint file listed, then, for a
@@ -25,6 +26,7 @@
 
 #include "dcp/listing.h"
 #include "megatron/inspect.h"
+#include "ranks/inspect.h"
 #include "model/listing.h"
 #include "zero/inspect.h"
 #include "zerofold/env.h"
@@ -41,6 +43,7 @@ enum class Kind {
   kDcp,        // a PyTorch Distributed Checkpoint folder
   kMegatron,   // a Megatron-Core torch_dist checkpoint
   kDeepSpeed,  // a DeepSpeed checkpoint folder or tag folder
+  kRanks,      // a folder of per-rank DTensor files (verl, SkyRL)
 };
 
 // One checkpoint file of a kFile or kHfFolder PATH: its listing, or why it
@@ -64,6 +67,7 @@ struct PathReport {
   std::optional<dcp::Listing> dcp;
   std::optional<megatron::Inspection> megatron;
   std::optional<zero::ZeroInspection> deepspeed;
+  std::optional<ranks::Inspection> ranks;
 };
 
 struct Report {

@@ -64,6 +64,8 @@ Result<std::string> ReportJson(const Report& report) {
       doc.AddError(p.path, p.error);
     } else if (p.megatron) {
       doc.AddWith([&p](json::Writer& w) { megatron::WriteInspectionJson(w, *p.megatron); });
+    } else if (p.ranks) {
+      doc.AddWith([&p](json::Writer& w) { ranks::WriteInspectionJson(w, *p.ranks); });
     } else if (p.dcp) {
       doc.AddWith([&p](json::Writer& w) { dcp::WriteListingJson(w, *p.dcp); });
     } else if (p.deepspeed) {

@@ -11,6 +11,8 @@
 #include "model/hf_folder.h"
 #include "output/folder.h"
 #include "pickle/safety.h"
+#include "ranks/folder.h"
+#include "ranks/merge.h"
 #include "zero/merge.h"
 
 namespace zerofold::merge {
@@ -71,14 +73,21 @@ Status WriteDcpPlanned(Env* env, Planned& m, hfexport::SourceKind kind, const st
   return WritePlanned(env, out, hf_target, options, report);
 }
 
+// --tag, --exclude-frozen and --unstack, which only DeepSpeed and Megatron
+// folders take, refused for `what` ("a DCP folder") at `path`.
+Status RefuseOtherFamiliesFlags(const MergeOptions& options, const std::string& what, const std::string& path) {
+  if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is " + what).WithPath(path);
+  if (options.exclude_frozen)
+    return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is " + what)
+        .WithPath(path);
+  if (options.unstack)
+    return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is " + what).WithPath(path);
+  return Status::OK();
+}
+
 Status MergeDcp(Env* env, const dcp::DcpFolder& folder, const std::string& out, const OutputTarget& target,
                 const MergeOptions& options, MergeReport* report) {
-  if (options.tag) return Status::InvalidArgument("--tag names a DeepSpeed tag folder; this is a DCP folder").WithPath(folder.path);
-  if (options.exclude_frozen)
-    return Status::InvalidArgument("--exclude-frozen needs DeepSpeed's records of frozen params; this is a DCP folder")
-        .WithPath(folder.path);
-  if (options.unstack)
-    return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is a DCP folder").WithPath(folder.path);
+  ZF_TRY(RefuseOtherFamiliesFlags(options, "a DCP folder", folder.path));
   report->kind = CheckpointKind::kDcp;
   report->dcp_folder = folder.path;
   dcp::MergeOptions plan_options;
@@ -124,6 +133,35 @@ Status MergeMegatron(Env* env, const megatron::Folder& folder, const std::string
   report->nd_restored = m.nd_restored;
   report->unstacked_keys = m.unstacked_keys;
   return WriteDcpPlanned(env, m, hfexport::SourceKind::kMegatron, out, target, options, report);
+}
+
+Status MergeRanks(Env* env, const ranks::RankFolder& folder, const std::string& out, OutputTarget target,
+                  const MergeOptions& options, MergeReport* report) {
+  ZF_TRY(RefuseOtherFamiliesFlags(options, "a folder of rank files", folder.path));
+  report->kind = CheckpointKind::kRanks;
+  if (!target.single_file && !folder.hf_folder.empty()) {
+    // verl and SkyRL keep config and tokenizer in huggingface/.
+    target.copy_from = folder.hf_folder;
+    ZF_ASSIGN_OR_RETURN(target.copies, output::ModelFileNames(env, folder.hf_folder));
+  }
+  ranks::MergeOptions plan_options;
+  plan_options.select = options.select;
+  plan_options.dtype = options.hf_base ? std::nullopt : options.dtype;  // --hf: BASE's dtypes, or dtype
+  plan_options.only = options.hf_base ? std::vector<std::string>{} : options.only;  // --hf: on HF names
+  plan_options.keep_unsafe = options.keep_unsafe;
+  plan_options.buffer_bytes = options.buffer_bytes;
+  plan_options.read = options.read;
+  ZF_ASSIGN_OR_RETURN(ranks::PlannedMerge m, ranks::PlanRankMerge(env, folder, plan_options));
+  report->ranks = std::move(m.summary);
+  report->warnings = std::move(m.warnings);
+  report->input_files = std::move(m.input_files);
+  report->gather = std::move(m.gather);
+  report->layout = std::move(m.layout);
+  // --hf: the state dict's keys are the model's names already (verl and
+  // SkyRL save the Hugging Face module): mapped one to one, checked against BASE.
+  if (options.hf_base) ZF_TRY(MapToHf(env, hfexport::SourceKind::kHf, options, &target, report));
+  report->params = report->layout.entries.size();
+  return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
 }
 
 Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const OutputTarget& target,
@@ -187,6 +225,11 @@ Result<MergeReport> MergeCheckpoint(Env* env, const std::string& ckpt_dir, const
   ZF_ASSIGN_OR_RETURN(std::optional<megatron::Folder> megatron_folder, megatron::FindFolder(env, ckpt_dir, options.tag));
   if (megatron_folder) {
     ZF_TRY(MergeMegatron(env, *megatron_folder, out, target, options, &report));
+    return report;
+  }
+  ZF_ASSIGN_OR_RETURN(std::optional<ranks::RankFolder> rank_folder, ranks::FindRankFolder(env, ckpt_dir));
+  if (rank_folder) {
+    ZF_TRY(MergeRanks(env, *rank_folder, out, target, options, &report));
     return report;
   }
   if (std::optional<dcp::DcpFolder> dcp_folder = dcp::FindDcpFolder(env, ckpt_dir)) {

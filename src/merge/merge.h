@@ -28,6 +28,7 @@
 #include "megatron/folder.h"
 #include "megatron/merge.h"
 #include "merge/output.h"
+#include "ranks/merge.h"
 #include "torch/checkpoint.h"
 #include "torch/dtype.h"
 #include "zero/plan.h"
@@ -80,7 +81,7 @@ struct MergeOptions : OutputOptions {
   bool drop_unmapped = false;          // --drop-unmapped
 };
 
-enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron };
+enum class CheckpointKind : uint8_t { kZero, kDcp, kMegatron, kRanks };
 
 struct MergeReport : OutputReport {
   CheckpointKind kind = CheckpointKind::kZero;
@@ -108,6 +109,8 @@ struct MergeReport : OutputReport {
   std::string core_version;
   megatron::OptimizerForm optimizer = megatron::OptimizerForm::kNone;
   size_t nd_restored = 0, unstacked_keys = 0;
+  // Per-rank DTensor files only (verl, SkyRL: ranks/merge.h).
+  ranks::Summary ranks;
   std::vector<std::pair<std::string, std::string>> warnings;  // (path, message)
   // --hf only: the table used and what it left out.
   std::string hf_table, hf_family, hf_source;
@@ -115,7 +118,9 @@ struct MergeReport : OutputReport {
 };
 
 // Merges the checkpoint in `ckpt_dir` into `out`: a Megatron torch_dist
-// checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a DCP
+// checkpoint (megatron::FindFolder) as megatron/merge.h plans it; a folder
+// of per-rank DTensor state dicts (ranks::FindRankFolder: verl, SkyRL) as
+// ranks/merge.h plans it, its huggingface/ files copied; a DCP
 // folder (or one holding pytorch_model_fsdp_0/, dcp::FindDcpFolder) as
 // MergeDcp does; else a
 // DeepSpeed checkpoint (see FindTagFolder). `out` is read by output/target.h
