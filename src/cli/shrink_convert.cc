@@ -18,6 +18,14 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Uint(bytes);
 }
 
+void PrintDequantizeSummary(const rewrite::DequantizeReport& r) {
+  std::string schemes;
+  for (quant::Scheme s : r.schemes) schemes += (schemes.empty() ? "" : ", ") + std::string(quant::SchemeName(s));
+  std::printf("dequantized %zu weights (%s) of %s; kept %zu tensors as they are\n", r.groups,
+              schemes.empty() ? "none" : schemes.c_str(),
+              r.method.empty() ? "a scheme named by its tensors" : ("quant_method " + r.method).c_str(), r.kept);
+}
+
 void PrintConvertReport(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);

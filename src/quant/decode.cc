@@ -1,0 +1,111 @@
+#include "quant/decode.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace zerofold::quant {
+
+namespace {
+
+uint32_t Word(std::span<const std::byte> bytes, uint64_t i) {
+  uint32_t w;
+  std::memcpy(&w, bytes.data() + i * 4, 4);
+  return w;
+}
+
+// `bits` bits at bit position `bit` of a little-endian stream of 32-bit
+// words, word k at words[k * stride] (compressed-tensors pack_to_int32:
+// element i at bits [i*b, i*b + b), split across two words where it must).
+uint32_t BitsAt(std::span<const std::byte> bytes, uint64_t first_word, uint64_t stride, uint64_t bit, uint32_t bits) {
+  const uint64_t word = bit / 32;
+  const uint32_t shift = static_cast<uint32_t>(bit % 32);
+  const uint32_t mask = (uint32_t{1} << bits) - 1;
+  uint32_t v = Word(bytes, first_word + word * stride) >> shift;
+  if (shift + bits > 32) v |= Word(bytes, first_word + (word + 1) * stride) << (32 - shift);
+  return v & mask;
+}
+
+}  // namespace
+
+uint64_t WeightRowBytes(const Group& g) {
+  switch (g.coding) {
+    case Coding::kE4M3: return g.cols;
+    case Coding::kE2M1: return g.cols / 2;
+    case Coding::kIntPacked: return (g.cols * g.bits + 31) / 32 * 4;
+  }
+  return 0;
+}
+
+ChunkRanges RangesOf(const Group& g, const SourceTensor& scale, const SourceTensor* zero, uint64_t r0, uint64_t r1) {
+  ChunkRanges c;
+  const uint64_t row = WeightRowBytes(g);
+  c.weight_begin = r0 * row;
+  c.weight_end = r1 * row;
+  const uint64_t item = *ScaleItemSize(scale.dtype);
+  const uint64_t s0 = r0 / g.block_rows, s1 = (r1 - 1) / g.block_rows + 1;
+  c.scale_begin = s0 * g.scale_cols * item;
+  c.scale_end = s1 * g.scale_cols * item;
+  if (zero != nullptr) {
+    if (g.zero_point_packed) {
+      const uint64_t w0 = r0 * g.bits / 32, w1 = ((r1 * g.bits) + 31) / 32;
+      c.zero_begin = w0 * g.scale_cols * 4;
+      c.zero_end = w1 * g.scale_cols * 4;
+    } else {
+      const uint64_t zitem = *ScaleItemSize(zero->dtype);
+      c.zero_begin = s0 * g.scale_cols * zitem;
+      c.zero_end = s1 * g.scale_cols * zitem;
+    }
+  }
+  return c;
+}
+
+float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
+  const uint64_t row_bytes = WeightRowBytes(g);
+  const uint64_t local = r - k.r0;
+  const uint64_t cell = (r / g.block_rows - k.r0 / g.block_rows) * g.scale_cols + c / g.block_cols;
+  switch (g.coding) {
+    case Coding::kE4M3: {
+      const float x = DecodeE4M3(static_cast<uint8_t>(k.weight[local * row_bytes + c]));
+      return x * ScaleAt(k.scale_dtype, k.scale, cell);
+    }
+    case Coding::kE2M1: {
+      const uint8_t byte = static_cast<uint8_t>(k.weight[local * row_bytes + c / 2]);
+      const float x = DecodeE2M1((c & 1) != 0 ? byte >> 4 : byte & 0x0F);
+      if (g.gpt_oss_scale) return x * GptOssScale(static_cast<uint8_t>(k.scale[cell]));
+      const float s = ScaleAt(k.scale_dtype, k.scale, cell);
+      return x * (g.global_divides ? s / k.global : s * k.global);
+    }
+    case Coding::kIntPacked: {
+      const int32_t offset = int32_t{1} << (g.bits - 1);
+      const int32_t q = static_cast<int32_t>(BitsAt(k.weight, local * row_bytes / 4, 1, c * g.bits, g.bits)) - offset;
+      float z = 0.0f;
+      if (!k.zero.empty()) {
+        if (g.zero_point_packed) {
+          const uint64_t w0 = k.r0 * g.bits / 32;  // first word row the chunk holds
+          const uint64_t gc = c / g.block_cols;
+          const uint64_t bit = r * g.bits - w0 * 32;
+          z = static_cast<float>(static_cast<int32_t>(BitsAt(k.zero, gc, g.scale_cols, bit, g.bits)) - offset);
+        } else {
+          z = ScaleAt(k.zero_dtype, k.zero, cell);
+        }
+      }
+      return (static_cast<float>(q) - z) * ScaleAt(k.scale_dtype, k.scale, cell);
+    }
+  }
+  return 0.0f;
+}
+
+void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std::byte> out) {
+  uint64_t i = 0;
+  for (uint64_t r = chunk.r0; r < chunk.r1; ++r)
+    for (uint64_t c = 0; c < g.cols; ++c) Store(target, ValueAt(g, chunk, r, c), out, i++);
+}
+
+void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, Target target,
+                   std::span<std::byte> out) {
+  uint64_t i = 0;
+  for (uint64_t c = c0; c < c1; ++c)
+    for (uint64_t r = chunk.r0; r < chunk.r1; ++r) Store(target, ValueAt(g, chunk, r, c), out, i++);
+}
+
+}  // namespace zerofold::quant
