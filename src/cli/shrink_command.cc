@@ -141,7 +141,8 @@ constexpr const char* kConvertHelp =
     "(ModelOpt, compressed-tensors), compressed-tensors pack-quantized INT1-8\n"
     "and FP8 (float-quantized). Each weight's group becomes one tensor, decoded\n"
     "in float32 and rounded to nearest even; other tensors are kept bit for\n"
-    "bit; config.json loses quantization_config. Output is safetensors.\n"
+    "bit; config.json loses quantization_config. Output is safetensors, or\n"
+    "torch with --to torch or a torch OUT name (no --verify then).\n"
     "\n"
     "examples:\n"
     "  zerofold convert model.safetensors pytorch_model.bin\n"
@@ -174,7 +175,7 @@ const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"only", true, "write only tensors whose names match a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
-    {"dequantize", false, "decode quantized weights (FP8 block, MXFP4, NVFP4, INT4/INT8 packed, FP8) to bf16 (default) or fp32; safetensors out", "DTYPE", true},
+    {"dequantize", false, "decode quantized weights (FP8 block, MXFP4, NVFP4, INT4/INT8 packed, FP8) to bf16 (default) or fp32", "DTYPE", true},
     PartFlagSpec(),
     {"help", false, "show this help"},
 }));

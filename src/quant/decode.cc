@@ -29,7 +29,7 @@ uint32_t BitsAt(std::span<const std::byte> bytes, uint64_t first_word, uint64_t 
 
 uint64_t WeightRowBytes(const Group& g) {
   switch (g.coding) {
-    case Coding::kE4M3: return g.cols;
+    case Coding::kE4M3: case Coding::kInt8: return g.cols;
     case Coding::kE2M1: return g.cols / 2;
     case Coding::kIntPacked: return (g.cols * g.bits + 31) / 32 * 4;
   }
@@ -71,9 +71,14 @@ float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
     case Coding::kE2M1: {
       const uint8_t byte = static_cast<uint8_t>(k.weight[local * row_bytes + c / 2]);
       const float x = DecodeE2M1((c & 1) != 0 ? byte >> 4 : byte & 0x0F);
-      if (g.gpt_oss_scale) return x * GptOssScale(static_cast<uint8_t>(k.scale[cell]));
+      if (g.e8m0_scale) return x * DecodeE8M0(static_cast<uint8_t>(k.scale[cell]));
       const float s = ScaleAt(k.scale_dtype, k.scale, cell);
       return x * (g.global_divides ? s / k.global : s * k.global);
+    }
+    case Coding::kInt8: {
+      const float q = static_cast<float>(static_cast<int8_t>(k.weight[local * row_bytes + c]));
+      const float z = k.zero.empty() ? 0.0f : ScaleAt(k.zero_dtype, k.zero, cell);
+      return (q - z) * ScaleAt(k.scale_dtype, k.scale, cell);
     }
     case Coding::kIntPacked: {
       const int32_t offset = int32_t{1} << (g.bits - 1);

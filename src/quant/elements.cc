@@ -46,8 +46,6 @@ float DecodeE8M0(uint8_t code) {
   return std::ldexp(1.0f, static_cast<int>(code) - 127);
 }
 
-float GptOssScale(uint8_t code) { return std::ldexp(1.0f, static_cast<int>(code) - 127); }
-
 std::optional<size_t> ScaleItemSize(safetensors::Dtype dtype) {
   using D = safetensors::Dtype;
   switch (dtype) {

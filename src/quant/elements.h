@@ -31,13 +31,11 @@ namespace zerofold::quant {
 float DecodeE4M3(uint8_t code);
 // The low four bits of `code`.
 float DecodeE2M1(uint8_t code);
-// torch.float8_e8m0fnu: 2^(code - 127), NaN for 0xFF.
+// torch.float8_e8m0fnu: 2^(code - 127), NaN for 0xFF (OCP MX v1.0). The
+// MXFP4 scale of every scheme: transformers' convert_moe_packed_tensors
+// computes torch.ldexp(x, code - 127), the same for every other code (0xFF
+// gives it 2^128 = inf).
 float DecodeE8M0(uint8_t code);
-// What transformers' convert_moe_packed_tensors multiplies by for an MXFP4
-// scale byte: torch.ldexp(x, code - 127), which is x * torch.pow(2.0,
-// code - 127) in float32, so 0xFF gives 2^128 = +inf (and 0 x inf = NaN),
-// not the NaN of E8M0.
-float GptOssScale(uint8_t code);
 
 // The element types scales, zero points and global scales come in.
 // nullopt for a dtype none of the schemes stores them in.

@@ -44,6 +44,7 @@ struct Params {
   uint64_t group_size = 0;
   uint64_t block_rows = 0, block_cols = 0;
   bool actorder = false;
+  bool symmetric = true;
 };
 
 // The scale grid of a strategy over rows x cols.
@@ -139,10 +140,11 @@ class Planner {
   Status Allowed(uint32_t t, Scheme s) const {
     if (plan_.method.empty()) return Status::OK();
     const std::string& m = plan_.method;
-    const bool ok = (m == "fp8" && s == Scheme::kFp8Block) || (m == "mxfp4" && s == Scheme::kMxfp4) ||
+    const bool ok = (m == "fp8" && (s == Scheme::kFp8Block || s == Scheme::kFp4E8M0)) ||
+                    (m == "mxfp4" && s == Scheme::kMxfp4) ||
                     (m == "modelopt" && (s == Scheme::kNvfp4 || s == Scheme::kFp8)) ||
                     (m == "compressed-tensors" && (s == Scheme::kNvfp4CT || s == Scheme::kIntPacked ||
-                                                   s == Scheme::kFp8));
+                                                   s == Scheme::kFp8 || s == Scheme::kInt8));
     if (ok) return Status::OK();
     return Bad(t, std::string("is stored as ") + SchemeName(s) + ", which quant_method '" + m + "' does not write");
   }
@@ -191,6 +193,7 @@ class Planner {
     }
     if (const json::Value* a = w->Find("actorder"); a != nullptr && a->is_string() && a->string() == "group")
       p.actorder = true;
+    if (const json::Value* y = w->Find("symmetric"); y != nullptr && y->is_bool()) p.symmetric = y->boolean();
     return p;
   }
 
@@ -311,7 +314,7 @@ class Planner {
       g.name = base;
       g.coding = Coding::kE2M1;
       g.scale = *s;
-      g.gpt_oss_scale = true;
+      g.e8m0_scale = true;
       g.experts = t.shape[0];
       g.rows = t.shape[0] * t.shape[1];
       g.cols = t.shape[2] * 32;
@@ -325,43 +328,81 @@ class Planner {
     if (EndsWith(name, ".weight_packed")) return RecognizePacked(i, std::move(g));
     if (!EndsWith(name, ".weight")) return std::optional<Group>();
     const std::string module = name.substr(0, name.size() - 7);
-    if (t.dtype == Dtype::F8_E4M3) {
+    if (t.dtype == Dtype::I8 && Find(module + ".scale")) {  // DeepSeek-V4 FP4 experts
+      const uint32_t s = *claim(module + ".scale");
+      ZF_TRY(Allowed(i, Scheme::kFp4E8M0));
+      ZF_TRY(NeedRank(i, 2));
+      ZF_TRY(NeedDtype(s, {Dtype::F8_E8M0, Dtype::U8}, "E8M0 scale"));
+      g.scheme = Scheme::kFp4E8M0;
       g.name = name;
-      g.coding = Coding::kE4M3;
+      g.coding = Coding::kE2M1;
+      g.e8m0_scale = true;
+      g.scale = s;
+      std::span<const uint64_t> lead(t.shape.data(), t.shape.size() - 1);
+      SetMatrix(g, lead, t.shape.back() * 2);
+      ZF_TRY(CheckScale(g, s, lead, g.cols, Grid{1, 32}, false));
+      return std::optional<Group>(std::move(g));
+    }
+    if (t.dtype == Dtype::F8_E4M3 || t.dtype == Dtype::I8) {
+      const bool fp8 = t.dtype == Dtype::F8_E4M3;
+      g.name = name;
+      g.coding = fp8 ? Coding::kE4M3 : Coding::kInt8;
       ZF_TRY(NeedRank(i, 2));
       std::span<const uint64_t> lead(t.shape.data(), t.shape.size() - 1);
       SetMatrix(g, lead, t.shape.back());
-      if (std::optional<uint32_t> s = claim(module + ".weight_scale_inv")) {
+      std::optional<uint32_t> block_scale;
+      if (fp8) block_scale = claim(module + ".weight_scale_inv");
+      if (fp8 && !block_scale) block_scale = claim(module + ".scale");  // DeepSeek-V4: E8M0, 128 x 128
+      if (block_scale) {
         ZF_TRY(Allowed(i, Scheme::kFp8Block));
         g.scheme = Scheme::kFp8Block;
-        g.scale = *s;
+        g.scale = *block_scale;
         Grid grid{128, 128};  // DeepSeek-V3's config: "weight_block_size": [128, 128]
         if (fp8_block_) grid = {fp8_block_->first, fp8_block_->second};
-        Status st = CheckScale(g, *s, lead, g.cols, grid, false);
-        if (!st.ok() && !fp8_block_) return NeedFolder(*s, "the block size (its shape is not that of 128 x 128 blocks)");
+        Status st = CheckScale(g, *block_scale, lead, g.cols, grid, false);
+        if (!st.ok() && !fp8_block_)
+          return NeedFolder(*block_scale, "the block size (its shape is not that of 128 x 128 blocks)");
         ZF_TRY(st);
         return std::optional<Group>(std::move(g));
       }
       std::optional<uint32_t> s = claim(module + ".weight_scale");
-      if (!s) return Bad(i, "is F8_E4M3 without " + module + ".weight_scale_inv or " + module + ".weight_scale");
-      ZF_TRY(Allowed(i, Scheme::kFp8));
-      g.scheme = Scheme::kFp8;
+      if (!s) {
+        if (!fp8) return std::optional<Group>();  // an int8 tensor of its own
+        return Bad(i, "is F8_E4M3 without " + module + ".weight_scale_inv, " + module + ".scale or " + module +
+                          ".weight_scale");
+      }
+      const Scheme scheme = fp8 ? Scheme::kFp8 : Scheme::kInt8;
+      ZF_TRY(Allowed(i, scheme));
+      g.scheme = scheme;
       g.scale = *s;
       claim(module + ".input_scale");
+      claim(module + ".input_zero_point");
       ZF_ASSIGN_OR_RETURN(Params p, CompressedTensorsParams(i, module));
+      std::optional<uint32_t> z;
+      if (!fp8) z = claim(module + ".weight_zero_point");
       if (p.known) {
-        if (p.format != "float-quantized" && !p.format.empty())
-          return Status::Unsupported("compressed-tensors format '" + p.format + "' for an F8_E4M3 weight is not decoded")
+        const char* format = fp8 ? "float-quantized" : "int-quantized";
+        if (p.format != format && p.format != "naive-quantized" && !p.format.empty())
+          return Status::Unsupported("compressed-tensors format '" + p.format + "' for an " +
+                                     std::string(safetensors::DtypeCode(t.dtype)) + " weight is not decoded")
               .WithRecord(name).WithPath(files_[t.file]);
         ZF_ASSIGN_OR_RETURN(Grid grid, StrategyGrid(i, p, g.rows, g.cols));
         ZF_TRY(CheckScale(g, *s, lead, g.cols, grid, p.strategy == "tensor"));
-        return std::optional<Group>(std::move(g));
+        if (!fp8 && !p.symmetric && !z) return Bad(i, "is asymmetric (its config group) without " + module + ".weight_zero_point");
+      } else {
+        // Names only (or ModelOpt FP8): a per-tensor or per-row scale.
+        const SourceTensor& st = tensors_[*s];
+        const bool per_row = st.shape.size() == t.shape.size() && st.shape.back() == 1;
+        if (Numel(st.shape) != 1 && !per_row) return NeedFolder(*s, "how the scale's blocks cover the weight");
+        ZF_TRY(CheckScale(g, *s, lead, g.cols, per_row ? Grid{1, g.cols} : Grid{g.rows, g.cols}, !per_row));
       }
-      // Names only (or ModelOpt FP8): a per-tensor or per-row scale.
-      const SourceTensor& st = tensors_[*s];
-      const bool per_row = st.shape.size() == t.shape.size() && st.shape.back() == 1;
-      if (Numel(st.shape) != 1 && !per_row) return NeedFolder(*s, "how the scale's blocks cover the weight");
-      ZF_TRY(CheckScale(g, *s, lead, g.cols, per_row ? Grid{1, g.cols} : Grid{g.rows, g.cols}, !per_row));
+      if (z.has_value()) {
+        const uint32_t zi = z.value_or(0);
+        const SourceTensor& zt = tensors_[zi];
+        if (!ScaleItemSize(zt.dtype) || Numel(zt.shape) != Numel(tensors_[*s].shape))
+          return Bad(zi, "has shape " + Dims(zt.shape) + ", not the scale's " + Dims(tensors_[*s].shape));
+        g.zero_point = zi;
+      }
       return std::optional<Group>(std::move(g));
     }
     // ModelOpt NVFP4: a U8 weight beside F8_E4M3 scales and a weight_scale_2.
@@ -451,6 +492,8 @@ class Planner {
     ZF_ASSIGN_OR_RETURN(Grid grid, StrategyGrid(i, p, g.rows, g.cols));
     g.scale = *s;
     ZF_TRY(CheckScale(g, *s, lead, g.cols, grid, p.strategy == "tensor"));
+    if (!p.symmetric && (p.strategy == "group" || p.strategy == "channel") && !Find(module + ".weight_zero_point"))
+      return Bad(i, "is asymmetric (its config group) without " + module + ".weight_zero_point");
     if (std::optional<uint32_t> z = Find(module + ".weight_zero_point")) {
       g.members.push_back(*z);
       g.zero_point = *z;
@@ -494,6 +537,8 @@ const char* SchemeName(Scheme scheme) {
     case Scheme::kNvfp4CT: return "nvfp4-ct";
     case Scheme::kIntPacked: return "int-packed";
     case Scheme::kFp8: return "fp8";
+    case Scheme::kInt8: return "int8";
+    case Scheme::kFp4E8M0: return "fp4-e8m0";
   }
   return "?";
 }

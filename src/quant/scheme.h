@@ -39,6 +39,18 @@
 //                F8_E4M3 [N, K] and X.weight_scale F32/BF16/F16, [] or [1]
 //                (tensor), [N, 1] (channel), [N, G] (group) or
 //                [ceil(N/bh), ceil(K/bw)] (block); w = x x s.
+//   int8         compressed-tensors int-quantized (naive_quantized): X.weight I8
+//                and X.weight_scale as fp8's, [X.weight_zero_point I8 of the
+//                scale's shape]; w = (q - z) x s.
+//   fp4-e8m0     DeepSeek-V4's routed experts (maxtext deepseek_dequantize.py
+//                dequantize_mxfp4, AI-Hypercomputer/maxtext PR #3873): X.weight
+//                I8 [N, K/2] holding E2M1 pairs (low nibble first) and X.scale
+//                F8_E8M0 [N, ceil(K/32)]; w = e2m1 x 2^(s - 127). DeepSeek-V4's
+//                F8_E4M3 linears with X.scale F8_E8M0 [ceil(N/bh), ceil(K/bw)]
+//                are fp8-block (the scale a power of two).
+// E8M0 byte 255 is NaN (OCP MX v1.0: the whole block NaN); transformers'
+// and maxtext's ldexp/exp2 make it 2^128 = inf instead (tests/interop
+// fixtures follow the spec: fixtures/quant/README.md).
 // Every value is computed in float32 and rounded once to the target
 // (quant/elements.h Store). Tensors of other names are kept as they are.
 #ifndef ZEROFOLD_QUANT_SCHEME_H_
@@ -72,14 +84,15 @@ struct SourceTensor {
 // True for the tensors whose values PlanDequantize reads (weight_shape).
 bool NeedsValues(const SourceTensor& t);
 
-enum class Scheme : uint8_t { kFp8Block, kMxfp4, kNvfp4, kNvfp4CT, kIntPacked, kFp8 };
-// "fp8-block", "mxfp4", "nvfp4", "nvfp4-ct", "int-packed", "fp8".
+enum class Scheme : uint8_t { kFp8Block, kMxfp4, kNvfp4, kNvfp4CT, kIntPacked, kFp8, kInt8, kFp4E8M0 };
+// "fp8-block", "mxfp4", "nvfp4", "nvfp4-ct", "int-packed", "fp8", "int8", "fp4-e8m0".
 const char* SchemeName(Scheme scheme);
 
 enum class Coding : uint8_t {
   kE4M3,       // one byte per element
   kE2M1,       // two per byte, low nibble first
   kIntPacked,  // `bits` per element in a dense bit stream of int32 words per row
+  kInt8,       // one int8 per element
 };
 
 // One output tensor decoded from several input tensors. The decode works on
@@ -97,7 +110,7 @@ struct Group {
   uint32_t weight = 0;             // tensor index of the packed values
   uint32_t scale = 0;              // tensor index of the scales
   uint64_t block_rows = 1, block_cols = 1, scale_cols = 1;
-  bool gpt_oss_scale = false;      // scales are E8M0 bytes, GptOssScale
+  bool e8m0_scale = false;          // scales are E8M0 bytes (U8 or F8_E8M0): DecodeE8M0
   std::optional<uint32_t> zero_point;
   bool zero_point_packed = false;  // packed along dim 0 (int-packed group/channel)
   std::optional<uint32_t> global_scale;

@@ -18,6 +18,9 @@
 #include "quant/decode.h"
 #include "safetensors/reader.h"
 #include "safetensors/writer.h"
+#include "gather/write.h"
+#include "torch/archive_writer.h"
+#include "torch/state_dict.h"
 
 namespace zerofold::rewrite {
 
@@ -143,10 +146,37 @@ struct OutItem {
   safetensors::TensorSpec spec;
 };
 
+// One output file: safetensors (layout; by_spec per TensorSpec) or a torch
+// archive (pickle; by_spec per state dict entry, in name order).
 struct OutFile {
   safetensors::Layout layout;
+  torch::StateDictPickle pickle;
+  std::string top_folder;
   std::vector<const OutItem*> by_spec;
 };
+
+// The torch archive of `items` (sorted by name, as torch.save of
+// safetensors.torch.load_file's dict): its pickle and exact size.
+Result<uint64_t> PlanTorch(std::vector<const OutItem*>& items, const std::string& path, OutFile& file) {
+  std::sort(items.begin(), items.end(), [](const OutItem* a, const OutItem* b) { return a->spec.name < b->spec.name; });
+  std::vector<torch::StateDictEntry> dict;
+  for (const OutItem* it : items) {
+    std::optional<torch::DType> dtype = safetensors::ToTorch(it->spec.dtype);
+    std::optional<std::vector<int64_t>> shape = safetensors::TorchShape(it->spec.dtype, it->spec.shape);
+    if (!dtype || !shape)
+      return Status::Unsupported(std::string(safetensors::DtypeCode(it->spec.dtype)) + " tensors have no torch dtype")
+          .WithRecord(it->spec.name);
+    dict.push_back({it->spec.name, *dtype, std::move(*shape), dict.size()});
+  }
+  ZF_ASSIGN_OR_RETURN(file.pickle, torch::EncodeStateDict(dict));
+  file.top_folder = gather::ArchiveStem(path);
+  file.by_spec = items;
+  torch::ArchiveContents contents;
+  contents.top_folder = file.top_folder;
+  contents.data_pkl = file.pickle.data_pkl;
+  contents.storages = file.pickle.storages;
+  return torch::TorchArchiveSize(contents);
+}
 
 // Compares the file `back` with the plan: the same tensors, each with the
 // bytes a second production makes.
@@ -253,8 +283,9 @@ Result<quant::Plan> PlanFiles(Env* env, const std::vector<std::string>& paths, c
   return quant::PlanDequantize(config, *tensors, paths);
 }
 
-Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& input, const std::string& output,
-                                                 const ConvertOptions& options, quant::Target target) {
+Result<DequantizeReport> Dequantize(Env* env, const std::string& input, const std::string& output,
+                                    const ConvertOptions& options, quant::Target target, output::ShardFormat format) {
+  const bool to_torch = format == output::ShardFormat::kTorch;
   DequantizeReport result;
   ConvertReport& report = result.convert;
   const bool folder_input = env->IsDirectory(input);
@@ -320,8 +351,7 @@ Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& in
   std::vector<std::pair<std::string, std::string>> weight_map;
   uint64_t total = 0;
   for (size_t k = 0; k < n; ++k) {
-    const std::string name = n == 1 ? output::SingleFileName(output::ShardFormat::kSafetensors)
-                                    : output::ShardFileName(output::ShardFormat::kSafetensors, k + 1, n);
+    const std::string name = n == 1 ? output::SingleFileName(format) : output::ShardFileName(format, k + 1, n);
     const std::string path = folder ? model::JoinPath(output, name) : output;
     std::vector<safetensors::TensorSpec> specs;
     for (uint32_t i : shards.shards[k]) {
@@ -329,6 +359,12 @@ Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& in
       files[k].by_spec.push_back(&items[i]);
       total += items[i].spec.byte_size;
       if (folder && n > 1) weight_map.emplace_back(items[i].spec.name, name);
+    }
+    if (to_torch) {
+      Result<uint64_t> size = PlanTorch(files[k].by_spec, path, files[k]);
+      if (!size.ok()) return Status(size.status()).WithPath(path);
+      report.files.push_back({path, *size, specs.size()});
+      continue;
     }
     Result<safetensors::Layout> layout = safetensors::PlanFile(specs, metadata);
     if (!layout.ok()) return Status(layout.status()).WithPath(path);
@@ -340,15 +376,39 @@ Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& in
   output::FileSet set;
   set.out = output;
   set.folder = folder;
-  set.format = output::ShardFormat::kSafetensors;
+  set.format = format;
   set.inputs = paths;
   Producer producer(sources, tensors, plan, target, options.buffer_bytes);
+  // What writing an item reads: each of its input tensors whole.
+  auto AddReads = [&](const OutItem& o, io::ReadPlan& reads) {
+    const quant::Plan::Item& it = o.item;
+    std::vector<uint32_t> members = it.group ? plan.groups[it.index].members : std::vector<uint32_t>{it.index};
+    for (uint32_t m : members) reads.Add(paths[tensors[m].file], tensors[m].offset, tensors[m].bytes);
+  };
   for (size_t k = 0; k < n; ++k) {
     output::PlannedFile& f = set.files.emplace_back();
     const OutFile& p = files[k];
     f.path = report.files[k].path;
     f.bytes = report.files[k].bytes;
     for (const OutItem* it : p.by_spec) f.payload += it->spec.byte_size;
+    if (to_torch) {
+      f.write = [&producer, &p](Sink& sink, const output::WroteBytes& wrote) -> Status {
+        torch::ArchiveContents contents;
+        contents.top_folder = p.top_folder;
+        contents.data_pkl = p.pickle.data_pkl;
+        contents.storages = p.pickle.storages;
+        auto fill = [&](size_t index, const torch::EmitBytes& emit) -> Status {
+          return producer.Produce(p.by_spec[p.pickle.storage_entry[index]]->item, [&](std::span<const std::byte> b) {
+            ZF_TRY(emit(b));
+            wrote(b.size());
+            return Status::OK();
+          });
+        };
+        return torch::WriteTorchArchive(contents, fill, &sink);
+      };
+      for (const OutItem* it : p.by_spec) AddReads(*it, f.reads);
+      continue;
+    }
     f.write = [&producer, &p](Sink& sink, const output::WroteBytes& wrote) -> Status {
       safetensors::StreamWriter writer(p.layout, sink);
       ZF_TRY(writer.WriteHeader());
@@ -368,11 +428,7 @@ Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& in
     f.verify = [&producer, &p, &report, &options](const RandomSource& back, const output::WroteBytes&) {
       return VerifyFile(back, p, producer, options.buffer_bytes, report);
     };
-    for (const safetensors::PlannedTensor& planned : p.layout.tensors) {
-      const quant::Plan::Item& it = p.by_spec[planned.input_index]->item;
-      std::vector<uint32_t> members = it.group ? plan.groups[it.index].members : std::vector<uint32_t>{it.index};
-      for (uint32_t m : members) f.reads.Add(paths[tensors[m].file], tensors[m].offset, tensors[m].bytes);
-    }
+    for (const safetensors::PlannedTensor& planned : p.layout.tensors) AddReads(*p.by_spec[planned.input_index], f.reads);
   }
   // A folder OUT from a folder IN: config.json without quantization_config,
   // written beside the weights; the other files copied.
@@ -404,13 +460,15 @@ Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& in
     set.tail.copy_from = input;
     ZF_ASSIGN_OR_RETURN(std::vector<std::string> others, output::OtherFileNames(env, input, handled));
     std::erase_if(others, [](const std::string& name) {
-      return output::IsSavedWeightsName(name, output::ShardFormat::kSafetensors) ||
+      // ModelOpt's hf_quant_config.json: vLLM and TensorRT-LLM read it as
+      // "this checkpoint is quantized" whatever config.json says.
+      return name == "hf_quant_config.json" || output::IsSavedWeightsName(name, output::ShardFormat::kSafetensors) ||
              output::IsSavedWeightsName(name, output::ShardFormat::kTorch);
     });
     set.tail.copies = std::move(others);
   }
   if (folder && n > 1) {
-    set.tail.index = model::JoinPath(output, output::IndexFileName(output::ShardFormat::kSafetensors));
+    set.tail.index = model::JoinPath(output, output::IndexFileName(format));
     set.tail.index_text = output::IndexText(set.tail.index, total, weight_map);
   }
   ZF_TRY(WriteConvertFiles(env, set, options, report));

@@ -1,5 +1,5 @@
 // convert --dequantize: a quantized checkpoint (quant/scheme.h) written as
-// bfloat16 or float32 safetensors, streaming.
+// bfloat16 or float32 safetensors or torch files, streaming.
 //
 // IN is a Hugging Face folder (config.json with quantization_config; its
 // model.safetensors.index.json and shards, or model.safetensors) or one
@@ -8,7 +8,9 @@
 // and input scales) become one tensor of the target dtype (quant/scheme.h
 // names it); every other tensor is written bit for bit as it is. OUT is
 // one file, or a folder written in transformers' layout (model.safetensors,
-// or shards past max_shard_bytes and an index), with IN's other files
+// or shards past max_shard_bytes and an index; torch: pytorch_model.bin,
+// its shards and index, each archive the state dict in name order as
+// torch.save of safetensors.torch.load_file's dict), with IN's other files
 // copied and its config.json written without "quantization_config" (the
 // member cut from the text; every other byte kept).
 //
@@ -18,8 +20,9 @@
 // gpt-oss group holds one expert's packed values (at most kMaxExpertBytes).
 //
 // Files go through output::WriteFileSet: --part, --dry-run, --force,
-// progress and --verify (each file read back and every tensor compared
-// with a second decode of the input) as convert has them.
+// progress and --verify (each safetensors file read back and every tensor
+// compared with a second decode of the input; torch output: none, so the
+// request refuses --verify with it) as convert has them.
 #ifndef ZEROFOLD_REWRITE_DEQUANTIZE_H_
 #define ZEROFOLD_REWRITE_DEQUANTIZE_H_
 
@@ -44,10 +47,11 @@ struct DequantizeReport {
 };
 
 // Errors carry the path and the record: those of quant::PlanDequantize;
-// kUnsupported for a folder of torch checkpoints; kLimit for a gpt-oss
+// kUnsupported for a folder of torch checkpoints, a tensor torch has no
+// dtype for (torch output); kLimit for a gpt-oss
 // expert past kMaxExpertBytes; the readers' and WriteFileSet's.
-Result<DequantizeReport> DequantizeToSafetensors(Env* env, const std::string& input, const std::string& output,
-                                                 const ConvertOptions& options, quant::Target target);
+Result<DequantizeReport> Dequantize(Env* env, const std::string& input, const std::string& output,
+                                    const ConvertOptions& options, quant::Target target, output::ShardFormat format);
 
 // The text of a JSON object with its member `key` cut out (whitespace and
 // comma of the member included), the rest byte for byte; the text as it is

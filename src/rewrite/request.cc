@@ -68,9 +68,8 @@ Status CheckDequantizeRequest(Env* env, const ShrinkRequest& r, const RequestWor
   if (!same.ok()) return same.status();
   if (r.out == r.in || *same) return Refuse("OUT is IN; convert writes a new file, leaving IN as it is");
   ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, w));
-  if (target.format != output::ShardFormat::kSafetensors)
-    return Refuse(Str(flag) + " writes safetensors; torch output of a dequantized checkpoint is not supported: "
-                  "convert its safetensors output afterwards");
+  if (target.format != output::ShardFormat::kSafetensors && o.verify)
+    return Refuse(Str(w.verify) + " with " + flag + " reads safetensors output back; torch output is not verified");
   if (target.kind == output::TargetKind::kFile && !o.dry_run)
     ZF_TRY(output::CheckTargets(env, {r.in}, {{r.out}, {}}, r.force));
   return Status::OK();
@@ -179,7 +178,7 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   ShrinkOutcome outcome;
   if (r.dequantize) {
     ZF_ASSIGN_OR_RETURN(DequantizeReport report,
-                        DequantizeToSafetensors(env, r.in, r.out, ConvertOptionsOf(r, o, folder), *r.dequantize));
+                        Dequantize(env, r.in, r.out, ConvertOptionsOf(r, o, folder), *r.dequantize, target.format));
     outcome.converted = report.convert;
     outcome.dequantized = std::move(report);
     return outcome;

@@ -41,8 +41,8 @@ struct ShrinkRequest {
   output::PartSpec part;
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
   // convert --dequantize: decode IN's quantized weights into this dtype
-  // (rewrite/dequantize.h); safetensors output only, no streams, no
-  // in place, --dtype, --select, --only or --dedupe-tied.
+  // (rewrite/dequantize.h); no streams, no in place, --dtype, --select,
+  // --only or --dedupe-tied; no --verify of torch output.
   std::optional<quant::Target> dequantize;
 };
 

@@ -181,11 +181,12 @@ def make(root):
     e_, n, g = 2, 3, 2
     blocks = RNG.integers(0, 256, size=(e_, n, g, 16), dtype=np.uint8)
     scales = RNG.integers(118, 136, size=(e_, n, g), dtype=np.uint8)
-    scales[0, 0, 0] = 255  # 2^128 = inf in the reference's ldexp
+    scales[0, 0, 0] = 255  # E8M0 NaN (OCP MX v1.0), where transformers' ldexp gives 2^128 = inf
     scales[1, 2, 1] = 0
     vals = unpack_fp4(blocks)  # [E, N, G, 32]
     with np.errstate(invalid="ignore", over="ignore"):
         pow2 = np.ldexp(np.float32(1), scales.astype(np.int32) - 127).astype(np.float32)
+        pow2[scales == 255] = np.nan
         dec = (vals * pow2[..., None]).astype(np.float32)
     dec = dec.reshape(e_, n, g * 32).transpose(0, 2, 1).copy()
     bias = np.arange(6, dtype=np.float32)

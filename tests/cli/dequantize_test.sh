@@ -63,6 +63,34 @@ run_z convert --dequantize cases/mxfp4/in.safetensors bare.safetensors
 expect "bare --dequantize" 0 ""
 expect_tensors "bare --dequantize is bf16" bare.safetensors cases/mxfp4/bf16.safetensors
 
+# --- torch output: a file (torch 1.13 loads it; same tensors as the safetensors expected) and shards
+torch_same() {  # NAME TORCH_FILE_OR_FOLDER EXPECTED.safetensors
+  if $PY -c "
+import os, sys, torch
+sys.path.insert(0, '$ZF_ROOT/tests/cli')
+import dequantize_cases as d
+p = sys.argv[1]
+files = [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith('.bin')] if os.path.isdir(p) else [p]
+got = {}
+for f in files:
+    got.update(torch.load(f, weights_only=True))
+want = d.read_st(sys.argv[2])
+assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+codes = {'BF16': torch.bfloat16, 'F32': torch.float32, 'I64': torch.int64}
+for k, (code, shape, raw) in want.items():
+    t = got[k]
+    assert t.dtype == codes[code] and list(t.shape) == list(shape), k
+    assert t.contiguous().view(torch.uint8).numpy().tobytes() == raw, k
+" "$2" "$3" >"$T/.cmp" 2>&1; then ok; else bad "$1: $(tail -1 "$T/.cmp")"; fi
+}
+run_z convert --dequantize fp32 --to torch cases/fp8_block/in pytorch_model.bin
+expect "--to torch file" 0 ""
+torch_same "--to torch file" pytorch_model.bin cases/fp8_block/fp32.safetensors
+run_z convert --dequantize --to torch --max-shard-size 100KB cases/fp8_block/in torch_shards/
+expect "--to torch shards" 0 ""
+expect_true "torch shards and index" "[ -f torch_shards/pytorch_model-00001-of-00002.bin ] && [ -f torch_shards/pytorch_model.bin.index.json ] && [ -f torch_shards/config.json ]"
+torch_same "--to torch shards" torch_shards cases/fp8_block/bf16.safetensors
+
 # --- shards, --part, --verify, --dry-run, --force ------------------------------------------
 run_z convert --dequantize --max-shard-size 100KB cases/fp8_block/in shards/
 expect "shards" 0 ""
@@ -117,7 +145,7 @@ run_z convert --dequantize nvshape.safetensors refused/b.safetensors
 expect "nvfp4 scale shape" 1 "zerofold: nvshape.safetensors: m.weight_scale: corrupt: has shape [4, 2], not [4, 3] for weight m.weight of 4 x 40 elements in blocks of 1 x 16
 "
 run_z convert --dequantize missing.safetensors refused/c.safetensors
-expect "missing scale" 1 "zerofold: missing.safetensors: m.weight: corrupt: is F8_E4M3 without m.weight_scale_inv or m.weight_scale
+expect "missing scale" 1 "zerofold: missing.safetensors: m.weight: corrupt: is F8_E4M3 without m.weight_scale_inv, m.scale or m.weight_scale
 "
 run_z convert --dequantize orphan.safetensors refused/d.safetensors
 expect "scale without weight" 1 "zerofold: orphan.safetensors: m.weight_scale_inv: corrupt: is a quantization tensor (weight_scale_inv) whose weight is missing or not quantized
@@ -130,8 +158,8 @@ expect "unknown quant_method" 1 "zerofold: gptq/config.json: unsupported: quant_
 run_z convert --dequantize cases/int_packed/in/model-00001-of-00002.safetensors refused/e.safetensors
 expect "int-packed needs the folder" 2 "zerofold: cases/int_packed/in/model-00001-of-00002.safetensors: model.layers.0.mlp.experts.0.up_proj.weight_packed: invalid argument: the tensor names cannot decide the bits and groups of a pack-quantized weight: pass the Hugging Face folder (its config.json's quantization_config says it)
 "
-run_z convert --dequantize --to torch cases/fp8_block/in refused/
-expect "--to torch" 2 "zerofold: convert: --dequantize writes safetensors; torch output of a dequantized checkpoint is not supported: convert its safetensors output afterwards
+run_z convert --dequantize --to torch --verify cases/fp8_block/in refused/
+expect "--to torch --verify" 2 "zerofold: convert: --verify with --dequantize reads safetensors output back; torch output is not verified
 $chint
 "
 run_z convert --dequantize fp16 cases/fp8_block/in refused/

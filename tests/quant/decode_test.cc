@@ -108,7 +108,7 @@ TEST_CASE("E2M1: low nibble first; gpt-oss columns; NVFP4 global scales") {
   g.block_rows = 1;
   g.block_cols = 32;
   g.scale_cols = 1;
-  g.gpt_oss_scale = true;
+  g.e8m0_scale = true;
   std::vector<std::byte> w(32, std::byte{0});
   w[0] = std::byte{0x92};   // element 0: code 2 (1.0), element 1: code 9 (-0.5)
   w[16] = std::byte{0x07};  // row 1, element 0: 6.0
@@ -122,7 +122,7 @@ TEST_CASE("E2M1: low nibble first; gpt-oss columns; NVFP4 global scales") {
   DecodeColumns(g, c, 0, 2, Target::kFloat32, out);
   CHECK(Floats(out) == std::vector<float>{2, 3, -1, 0});
   // NVFP4: F8_E4M3 scale 1.5 (0x3C), global 4: x (1.5 x 4) or x (1.5 / 4).
-  g.gpt_oss_scale = false;
+  g.e8m0_scale = false;
   g.block_cols = 16;
   g.scale_cols = 2;
   std::vector<std::byte> s8 = {std::byte{0x3C}, std::byte{0x3C}, std::byte{0x3C}, std::byte{0x3C}};

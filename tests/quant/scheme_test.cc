@@ -148,3 +148,33 @@ TEST_CASE("mxfp4: [E, N, G, 16] blocks become X of [E, G*32, N]; NVFP4 both conv
 
 }  // namespace
 }  // namespace zerofold::quant
+
+namespace zerofold::quant {
+namespace {
+
+TEST_CASE("DeepSeek-V4: FP4 experts in I8 with E8M0 .scale; E4M3 linears with E8M0 block .scale; int8 naive") {
+  json::Value c = Config(R"({"quant_method": "fp8", "scale_fmt": "ue8m0", "weight_block_size": [128, 128]})");
+  std::vector<SourceTensor> t = {T("e.w1.weight", Dtype::I8, {96, 32}), T("e.w1.scale", Dtype::F8_E8M0, {96, 2}),
+                                 T("a.weight", Dtype::F8_E4M3, {300, 200}), T("a.scale", Dtype::F8_E8M0, {3, 2})};
+  Result<Plan> p = PlanDequantize(&c, t, kFiles);
+  REQUIRE(p.ok());
+  REQUIRE(p->groups.size() == 2);
+  CHECK(p->groups[0].scheme == Scheme::kFp4E8M0);
+  CHECK(p->groups[0].shape == std::vector<uint64_t>{96, 64});
+  CHECK(p->groups[0].e8m0_scale);
+  CHECK(p->groups[1].scheme == Scheme::kFp8Block);
+  t[1].shape = {96, 1};
+  CHECK(PlanDequantize(&c, t, kFiles).status().record() == "e.w1.scale");
+  json::Value ct = Config(R"({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"],
+    "format": "int-quantized", "weights": {"num_bits": 8, "strategy": "channel", "symmetric": false}}}})");
+  std::vector<SourceTensor> n = {T("q.weight", Dtype::I8, {4, 6}), T("q.weight_scale", Dtype::BF16, {4, 1})};
+  CHECK(PlanDequantize(&ct, n, kFiles).status().code() == Code::kCorrupt);  // asymmetric without zero points
+  n.push_back(T("q.weight_zero_point", Dtype::I8, {4, 1}));
+  p = PlanDequantize(&ct, n, kFiles);
+  REQUIRE(p.ok());
+  CHECK(p->groups[0].scheme == Scheme::kInt8);
+  CHECK(p->groups[0].zero_point.has_value());
+}
+
+}  // namespace
+}  // namespace zerofold::quant
