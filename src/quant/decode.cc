@@ -100,10 +100,81 @@ float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
   return 0.0f;
 }
 
-void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std::byte> out) {
+namespace {
+
+// Decoded values of every E4M3 byte and E2M1 nibble (DecodeE4M3, DecodeE2M1).
+struct Tables {
+  float e4m3[256];
+  float e2m1[16];
+  Tables() {
+    for (int i = 0; i < 256; ++i) e4m3[i] = DecodeE4M3(static_cast<uint8_t>(i));
+    for (int i = 0; i < 16; ++i) e2m1[i] = DecodeE2M1(static_cast<uint8_t>(i));
+  }
+};
+const Tables& Lut() {
+  static const Tables tables;
+  return tables;
+}
+
+// Element `i` of `out` as T: float32, or bfloat16 bits through Store's rounding.
+template <typename T>
+void Put(float v, std::byte* out, uint64_t i);
+template <>
+void Put<float>(float v, std::byte* out, uint64_t i) {
+  std::memcpy(out + i * 4, &v, 4);
+}
+template <>
+void Put<uint16_t>(float v, std::byte* out, uint64_t i) {
+  Store(Target::kBFloat16, v, std::span<std::byte>(out + i * 2, 2), 0);
+}
+
+// DecodeRows for one target: per row and scale block, the scale computed
+// once (the same float32 operations as ValueAt), then the block's values.
+template <typename T>
+void Rows(const Group& g, const Chunk& k, std::byte* out) {
+  const Tables& lut = Lut();
+  const uint64_t row_bytes = WeightRowBytes(g);
+  const auto* w = reinterpret_cast<const uint8_t*>(k.weight.data());
   uint64_t i = 0;
-  for (uint64_t r = chunk.r0; r < chunk.r1; ++r)
-    for (uint64_t c = 0; c < g.cols; ++c) Store(target, ValueAt(g, chunk, r, c), out, i++);
+  for (uint64_t r = k.r0; r < k.r1; ++r) {
+    const uint8_t* row = w + (r - k.r0) * row_bytes;
+    const uint64_t first_cell = (r / g.block_rows - k.r0 / g.block_rows) * g.scale_cols;
+    for (uint64_t b = 0; b < g.scale_cols; ++b) {
+      const uint64_t c0 = b * g.block_cols, c1 = std::min(g.cols, c0 + g.block_cols);
+      const uint64_t cell = first_cell + b;
+      if (g.coding == Coding::kIntPacked || (g.coding == Coding::kInt8 && !k.zero.empty())) {
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(ValueAt(g, k, r, c), out, i++);
+        continue;
+      }
+      if (g.coding == Coding::kE2M1) {
+        float s;
+        if (g.e8m0_scale) {
+          s = DecodeE8M0(static_cast<uint8_t>(k.scale[cell]));
+        } else {
+          const float x = ScaleAt(k.scale_dtype, k.scale, cell);
+          s = g.global_divides ? x / k.global : x * k.global;
+        }
+        for (uint64_t c = c0; c < c1; ++c) {
+          const uint8_t byte = row[c / 2];
+          Put<T>(lut.e2m1[(c & 1) != 0 ? byte >> 4 : byte & 0x0F] * s, out, i++);
+        }
+        continue;
+      }
+      const float s = ScaleAt(k.scale_dtype, k.scale, cell);
+      if (g.coding == Coding::kE4M3) {
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(lut.e4m3[row[c]] * s, out, i++);
+      } else {  // kInt8 without zero points
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(static_cast<float>(static_cast<int8_t>(row[c])) * s, out, i++);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std::byte> out) {
+  if (target == Target::kFloat32) Rows<float>(g, chunk, out.data());
+  else Rows<uint16_t>(g, chunk, out.data());
 }
 
 void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, Target target,
