@@ -16,6 +16,11 @@ namespace {
 
 using safetensors::Dtype;
 
+// The names of a quantized weight's other tensors.
+constexpr std::string_view kScaleSuffixes[] = {
+    ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".weight_global_scale",
+    ".weight_zero_point", ".weight_shape", ".weight_g_idx", "_scales"};
+
 std::string Dims(std::span<const uint64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -74,9 +79,6 @@ class Planner {
       plan_.groups.push_back(std::move(*g));
     }
     // Scales no weight claimed.
-    static constexpr std::string_view kScaleSuffixes[] = {
-        ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".weight_global_scale",
-        ".weight_zero_point", ".weight_shape", ".weight_g_idx", "_scales"};
     for (uint32_t i = 0; i < tensors_.size(); ++i) {
       if (used_[i]) continue;
       for (std::string_view suffix : kScaleSuffixes)
@@ -524,6 +526,13 @@ class Planner {
 };
 
 }  // namespace
+
+bool LooksQuantized(std::span<const SourceTensor> tensors) {
+  for (const SourceTensor& t : tensors)
+    for (std::string_view suffix : kScaleSuffixes)
+      if (EndsWith(t.name, suffix)) return true;
+  return false;
+}
 
 bool NeedsValues(const SourceTensor& t) {
   return EndsWith(t.name, ".weight_shape") && t.bytes <= 64 && ScaleItemSize(t.dtype).has_value();

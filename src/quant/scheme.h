@@ -83,6 +83,9 @@ struct SourceTensor {
 
 // True for the tensors whose values PlanDequantize reads (weight_shape).
 bool NeedsValues(const SourceTensor& t);
+// True when a tensor's name is one of a quantized weight's (its scales,
+// zero points, shape, or MXFP4 blocks): what inspect takes as a sign.
+bool LooksQuantized(std::span<const SourceTensor> tensors);
 
 enum class Scheme : uint8_t { kFp8Block, kMxfp4, kNvfp4, kNvfp4CT, kIntPacked, kFp8, kInt8, kFp4E8M0 };
 // "fp8-block", "mxfp4", "nvfp4", "nvfp4-ct", "int-packed", "fp8", "int8", "fp4-e8m0".

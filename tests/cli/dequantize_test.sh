@@ -128,6 +128,18 @@ d.write_st('missing.safetensors', [('m.weight', 'F8_E4M3', (2, 3), bytes(6))])
 d.write_st('orphan.safetensors', [('m.weight', 'BF16', (2, 3), bytes(12)), ('m.weight_scale_inv', 'F32', (1, 1), bytes(4))])
 d.write_st('nvshape.safetensors', [('m.weight', 'U8', (4, 20), bytes(80)), ('m.weight_scale', 'F8_E4M3', (4, 2), bytes(8)), ('m.weight_scale_2', 'F32', (), bytes(4))])
 "
+# --- inspect names the scheme, the groups and what --dequantize writes ---------------------
+run_z inspect cases/nvfp4_modelopt/in.safetensors
+expect "inspect" 0 ""
+expect_true "inspect: the plan" "grep -qx 'quantized: scheme by tensor names (nvfp4); convert --dequantize writes 1 weights in bf16 or fp32, keeps 1 tensors' '$OUT'"
+expect_true "inspect: the group" "grep -qx '  model.layers.0.self_attn.q_proj.weight \[5, 48\] nvfp4 <- model.layers.0.self_attn.q_proj.weight + model.layers.0.self_attn.q_proj.weight_scale + model.layers.0.self_attn.q_proj.weight_scale_2 + model.layers.0.self_attn.q_proj.input_scale' '$OUT'"
+run_z inspect --json cases/int_packed/in
+expect "inspect --json" 0 ""
+expect_true "inspect --json: the plan" "$PY -c 'import json,sys; d=json.load(open(\"$OUT\")); q=[f for f in d[\"files\"] if f.get(\"format\")==\"quantized\"][0][\"quantized\"]; sys.exit(not (q[\"quant_method\"]==\"compressed-tensors\" and q[\"schemes\"]==[\"int-packed\"] and len(q[\"groups\"])==3 and q[\"kept\"]==1 and q[\"refusal\"] is None))'"
+run_z inspect orphan.safetensors
+expect "inspect of a refused plan" 0 ""
+expect_true "inspect: the refusal" "grep -qx 'quantized: convert --dequantize would refuse: orphan.safetensors: m.weight_scale_inv: corrupt: is a quantization tensor (weight_scale_inv) whose weight is missing or not quantized' '$OUT'"
+
 mkdir -p refused
 run_z convert --dequantize shape.safetensors refused/a.safetensors
 expect "names cannot decide the block" 2 "zerofold: shape.safetensors: m.weight_scale_inv: invalid argument: the tensor names cannot decide the block size (its shape is not that of 128 x 128 blocks): pass the Hugging Face folder (its config.json's quantization_config says it)
