@@ -39,14 +39,20 @@ std::vector<uint32_t> Pack(const std::vector<int>& q, uint32_t bits) {
   return words;
 }
 
-TEST_CASE("fp8 block: a chunk of rows 1..2 of 3 x 5 in 2 x 2 blocks, partial at the end") {
+// A group of rows x cols values in blocks of block_rows x block_cols.
+Group Matrix(Coding coding, uint64_t rows, uint64_t cols, uint64_t block_rows, uint64_t block_cols) {
   Group g;
-  g.coding = Coding::kE4M3;
-  g.rows = 3;
-  g.cols = 5;
-  g.block_rows = 2;
-  g.block_cols = 2;
-  g.scale_cols = 3;
+  g.coding = coding;
+  g.rows = rows;
+  g.cols = cols;
+  g.block_rows = block_rows;
+  g.block_cols = block_cols;
+  g.scale_cols = (cols + block_cols - 1) / block_cols;
+  return g;
+}
+
+TEST_CASE("fp8 block: a chunk of rows 1..2 of 3 x 5 in 2 x 2 blocks, partial at the end") {
+  Group g = Matrix(Coding::kE4M3, 3, 5, 2, 2);
   SourceTensor scale{"s", safetensors::Dtype::F32, {2, 3}, 0, 0, 24, {}};
   const ChunkRanges r = RangesOf(g, scale, nullptr, 1, 3);
   CHECK(r.weight_begin == 5);
@@ -69,14 +75,8 @@ TEST_CASE("fp8 block: a chunk of rows 1..2 of 3 x 5 in 2 x 2 blocks, partial at 
 }
 
 TEST_CASE("int-packed: 3-bit values across word boundaries, packed zero points along dim 0") {
-  Group g;
-  g.coding = Coding::kIntPacked;
+  Group g = Matrix(Coding::kIntPacked, 11, 13, 1, 13);
   g.bits = 3;
-  g.rows = 11;
-  g.cols = 13;
-  g.block_rows = 1;
-  g.block_cols = 13;
-  g.scale_cols = 1;
   std::vector<int> q;
   for (int i = 0; i < 13; ++i) q.push_back(i % 8 - 4);
   std::vector<uint32_t> row = Pack(q, 3);  // 2 words: element 10 spans bits 30..32
@@ -101,13 +101,7 @@ TEST_CASE("int-packed: 3-bit values across word boundaries, packed zero points a
 }
 
 TEST_CASE("E2M1: low nibble first; gpt-oss columns; NVFP4 global scales") {
-  Group g;
-  g.coding = Coding::kE2M1;
-  g.rows = 2;
-  g.cols = 32;
-  g.block_rows = 1;
-  g.block_cols = 32;
-  g.scale_cols = 1;
+  Group g = Matrix(Coding::kE2M1, 2, 32, 1, 32);
   g.e8m0_scale = true;
   std::vector<std::byte> w(32, std::byte{0});
   w[0] = std::byte{0x92};   // element 0: code 2 (1.0), element 1: code 9 (-0.5)
