@@ -46,6 +46,14 @@ expect_true "config text kept byte for byte" \
 run_z convert --dequantize cases/int_packed/in out_msg/
 expect_true "summary line" "grep -qx 'dequantized 3 weights (int-packed) of quant_method compressed-tensors; kept 1 tensors as they are' '$OUT'"
 
+# --- small chunks: --buffer-size 4KiB decodes a few rows (or columns) at a time, chunks
+# starting inside scale blocks and zero-point words; the bytes do not change.
+for c in fp8_block mxfp4 nvfp4_modelopt int_packed fp8_channel; do
+  run_z convert --dequantize --buffer-size 4KiB "cases/$c/in" "small_$c/"
+  expect "$c small chunks: exit" 0 ""
+  expect_tensors "$c small chunks" "small_$c" "cases/$c/bf16.safetensors"
+done
+
 # --- one file in (names decide), one file out; a folder into one file ------------------------
 for c in fp8_block mxfp4 nvfp4_modelopt nvfp4_ct fp8_channel; do
   run_z convert --dequantize=fp32 "cases/$c/in.safetensors" "file_$c.safetensors"
