@@ -125,7 +125,8 @@ void Put<float>(float v, std::byte* out, uint64_t i) {
 }
 template <>
 void Put<uint16_t>(float v, std::byte* out, uint64_t i) {
-  Store(Target::kBFloat16, v, std::span<std::byte>(out + i * 2, 2), 0);
+  const uint16_t b = RoundToBFloat16(v);
+  std::memcpy(out + i * 2, &b, 2);
 }
 
 // DecodeRows for one target: per row and scale block, the scale computed

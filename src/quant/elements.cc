@@ -90,7 +90,7 @@ void Store(Target target, float v, std::span<std::byte> out, uint64_t i) {
     std::memcpy(out.data() + i * 4, &bits, 4);
     return;
   }
-  const uint16_t b = torch::Float32ToBFloat16(bits, torch::BFloat16Nan::kVector);
+  const uint16_t b = RoundToBFloat16(v);
   std::memcpy(out.data() + i * 2, &b, 2);
 }
 

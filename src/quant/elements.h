@@ -19,6 +19,7 @@
 #ifndef ZEROFOLD_QUANT_ELEMENTS_H_
 #define ZEROFOLD_QUANT_ELEMENTS_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -50,10 +51,18 @@ int64_t IntegerAt(safetensors::Dtype dtype, std::span<const std::byte> bytes, ui
 // The target element types of --dequantize.
 enum class Target : uint8_t { kBFloat16, kFloat32 };
 inline size_t TargetItemSize(Target t) { return t == Target::kBFloat16 ? 2 : 4; }
-// Stores `v` as element `i` of `out`: float32 as it is, bfloat16 rounded to
-// nearest even (torch's round_to_nearest_even; a NaN becomes 0xFFFF, as
-// torch's vectorized float32 -> bfloat16 conversion of a contiguous tensor
-// writes it: torch/cast.h).
+// `v` rounded to bfloat16 bits: torch::Float32ToBFloat16(bits,
+// BFloat16Nan::kVector) (torch/cast.h: round to nearest even, a NaN 0xFFFF
+// as torch's vectorized float32 -> bfloat16 conversion of a contiguous
+// tensor writes it), inline for the decode loops.
+inline uint16_t RoundToBFloat16(float v) {
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFF;
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// Stores `v` as element `i` of `out`: float32 as it is, bfloat16 as
+// RoundToBFloat16.
 void Store(Target target, float v, std::span<std::byte> out, uint64_t i);
 
 }  // namespace zerofold::quant

@@ -3,6 +3,8 @@
 // gpt-oss scale (2^128 = inf); float32 -> bfloat16 ties to even and NaN.
 #include "quant/elements.h"
 
+#include "torch/cast.h"
+
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -73,6 +75,12 @@ uint16_t Bf16(float v) {
   uint16_t b;
   std::memcpy(&b, out.data(), 2);
   return b;
+}
+
+TEST_CASE("RoundToBFloat16 is torch::Float32ToBFloat16 with the vector NaN") {
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x3F808000u, 0x3F818000u, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u,
+                        0x7FC00000u, 0xFF800001u, 0x00000001u, 0x0080FFFFu, 0xC0490FDBu})
+    CHECK(RoundToBFloat16(std::bit_cast<float>(bits)) == torch::Float32ToBFloat16(bits, torch::BFloat16Nan::kVector));
 }
 
 TEST_CASE("Store: bfloat16 rounds to nearest even; float32 as it is") {
