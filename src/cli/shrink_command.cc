@@ -138,8 +138,9 @@ constexpr const char* kConvertHelp =
     "Hugging Face folder (config.json's quantization_config says the scheme)\n"
     "or one safetensors file (the tensor names must say it): DeepSeek FP8\n"
     "blocks (weight_scale_inv), gpt-oss MXFP4 (_blocks, _scales), NVFP4\n"
-    "(ModelOpt, compressed-tensors), compressed-tensors pack-quantized INT1-8\n"
-    "and FP8 (float-quantized). Each weight's group becomes one tensor, decoded\n"
+    "(ModelOpt, compressed-tensors), compressed-tensors pack-quantized INT1-8,\n"
+    "int-quantized INT8 and float-quantized FP8, DeepSeek-V4 FP4 experts (I8 +\n"
+    "E8M0 .scale). Each weight's group becomes one tensor, decoded\n"
     "in float32 and rounded to nearest even; other tensors are kept bit for\n"
     "bit; config.json loses quantization_config. Output is safetensors, or\n"
     "torch with --to torch or a torch OUT name (no --verify then).\n"
@@ -175,7 +176,7 @@ const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"only", true, "write only tensors whose names match a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
-    {"dequantize", false, "decode quantized weights (FP8 block, MXFP4, NVFP4, INT4/INT8 packed, FP8) to bf16 (default) or fp32", "DTYPE", true},
+    {"dequantize", false, "decode quantized weights (FP8 block, MXFP4, NVFP4, INT1-8, FP8, DeepSeek-V4 FP4) to bf16 (default) or fp32", "DTYPE", true},
     PartFlagSpec(),
     {"help", false, "show this help"},
 }));
@@ -384,6 +385,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     PrintConvertReport(*outcome->converted, request.part, options.dry_run, quiet || as_json, to_stdout);
     if (outcome->dequantized && !quiet && !as_json) PrintDequantizeSummary(*outcome->dequantized);
     if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run,
+                                                     outcome->dequantized ? &*outcome->dequantized : nullptr,
                                                      options.read_plan).c_str());
     return kExitOk;
   }

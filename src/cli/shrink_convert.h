@@ -35,7 +35,10 @@ void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads);
 
 // The --json document of a conversion; `reads` (a dry run's) when not null.
 // With --part, "parts" and "skipped" as merge has them (WritePartsJson).
+// `dequantized` when not null: "dequantize": {"quant_method" (null when the
+// names decided), "schemes", "weights", "kept"}.
 std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+                              const rewrite::DequantizeReport* dequantized,
                               const io::ReadPlan* reads);
 
 }  // namespace zerofold::cli

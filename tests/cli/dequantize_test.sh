@@ -46,6 +46,10 @@ expect_true "config text kept byte for byte" \
 run_z convert --dequantize cases/int_packed/in out_msg/
 expect_true "summary line" "grep -qx 'dequantized 3 weights (int-packed) of quant_method compressed-tensors; kept 1 tensors as they are' '$OUT'"
 
+run_z convert --dequantize --json cases/nvfp4_ct/in json_out/
+expect "--json" 0 ""
+expect_true "--json: the dequantize object" "$PY -c 'import json,sys; d=json.load(open(\"$OUT\"))[\"dequantize\"]; sys.exit(d != {\"quant_method\": \"compressed-tensors\", \"schemes\": [\"nvfp4-ct\"], \"weights\": 1, \"kept\": 0})'"
+
 # --- small chunks: --buffer-size 4KiB decodes a few rows (or columns) at a time, chunks
 # starting inside scale blocks and zero-point words; the bytes do not change.
 for c in fp8_block mxfp4 nvfp4_modelopt int_packed fp8_channel; do
