@@ -143,7 +143,7 @@ constexpr const char* kConvertHelp =
     "E8M0 .scale). Each weight's group becomes one tensor, decoded\n"
     "in float32 and rounded to nearest even; other tensors are kept bit for\n"
     "bit; config.json loses quantization_config. Output is safetensors, or\n"
-    "torch with --to torch or a torch OUT name (no --verify then).\n"
+    "torch with --to torch or a torch OUT name.\n"
     "\n"
     "examples:\n"
     "  zerofold convert model.safetensors pytorch_model.bin\n"

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "json/reader.h"
+#include "model/checkpoint_file.h"
 #include "model/hf_folder.h"
 #include "output/file_set.h"
 #include "output/folder.h"
@@ -20,6 +21,7 @@
 #include "safetensors/writer.h"
 #include "gather/write.h"
 #include "torch/archive_writer.h"
+#include "torch/digest.h"
 #include "torch/state_dict.h"
 
 namespace zerofold::rewrite {
@@ -216,6 +218,43 @@ Status VerifyFile(const RandomSource& back, const OutFile& file, Producer& produ
   return Status::OK();
 }
 
+// Compares the torch file `back` with the plan: the same names, dtypes and
+// shapes, and each tensor's xxh3-128 equal to that of a second production.
+Status VerifyTorchFile(const RandomSource& back, const OutFile& file, Producer& producer,
+                       const ConvertOptions& options, ConvertReport& report) {
+  Result<model::CheckpointFile> written = model::ReadCheckpointFile(
+      back, options.read, model::SafetensorsGraph::kSkip, model::TorchlessTensors::kAsBytes);
+  if (!written.ok()) return Status(written.status()).WithPath(back.name());
+  const std::vector<torch::Tensor>& tensors = written->ckpt.tensors;
+  if (tensors.size() != file.by_spec.size())
+    return Status::Corrupt("holds " + std::to_string(tensors.size()) + " tensors, not " +
+                           std::to_string(file.by_spec.size()))
+        .WithPath(back.name());
+  std::map<std::string, const torch::Tensor*> by_name;
+  for (const torch::Tensor& t : tensors) by_name.emplace(t.name, &t);
+  std::vector<std::byte> buffer(std::max(options.buffer_bytes, torch::kMinDigestBuffer));
+  for (const OutItem* it : file.by_spec) {
+    auto found = by_name.find(it->spec.name);
+    const std::optional<torch::DType> dtype = safetensors::ToTorch(it->spec.dtype);
+    const std::optional<std::vector<int64_t>> shape = safetensors::TorchShape(it->spec.dtype, it->spec.shape);
+    if (found == by_name.end() || found->second->dtype != dtype || found->second->shape != shape)
+      return Status::Corrupt("tensor missing or of another dtype or shape in the file written")
+          .WithRecord(it->spec.name)
+          .WithPath(back.name());
+    ZF_ASSIGN_OR_RETURN(torch::Hash128 got, torch::TensorDigest(back, written->ckpt, *found->second, buffer));
+    torch::Xxh3Hasher want;
+    ZF_TRY(producer.Produce(it->item, [&want](std::span<const std::byte> b) {
+      want.Update(b);
+      return Status::OK();
+    }));
+    if (want.Digest() != got)
+      return Status::Corrupt("bytes differ from the input's decode").WithRecord(it->spec.name).WithPath(back.name());
+    report.verified_tensors++;
+    report.verified_bytes += it->spec.byte_size;
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::string> WithoutMember(const std::string& text, const std::string& key) {
@@ -405,6 +444,9 @@ Result<DequantizeReport> Dequantize(Env* env, const std::string& input, const st
           });
         };
         return torch::WriteTorchArchive(contents, fill, &sink);
+      };
+      f.verify = [&producer, &p, &report, &options](const RandomSource& back, const output::WroteBytes&) {
+        return VerifyTorchFile(back, p, producer, options, report);
       };
       for (const OutItem* it : p.by_spec) AddReads(*it, f.reads);
       continue;

@@ -20,9 +20,9 @@
 // gpt-oss group holds one expert's packed values (at most kMaxExpertBytes).
 //
 // Files go through output::WriteFileSet: --part, --dry-run, --force,
-// progress and --verify (each safetensors file read back and every tensor
-// compared with a second decode of the input; torch output: none, so the
-// request refuses --verify with it) as convert has them.
+// progress and --verify (each file read back and every tensor compared
+// with a second decode of the input: safetensors byte for byte, torch by
+// dtype, shape and xxh3-128) as convert has them.
 #ifndef ZEROFOLD_REWRITE_DEQUANTIZE_H_
 #define ZEROFOLD_REWRITE_DEQUANTIZE_H_
 

@@ -42,7 +42,7 @@ struct ShrinkRequest {
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
   // convert --dequantize: decode IN's quantized weights into this dtype
   // (rewrite/dequantize.h); no streams, no in place, --dtype, --select,
-  // --only or --dedupe-tied; no --verify of torch output.
+  // --only or --dedupe-tied.
   std::optional<quant::Target> dequantize;
 };
 
