@@ -178,11 +178,11 @@ void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std
   else Rows<uint16_t>(g, chunk, out.data());
 }
 
-void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, Target target,
-                   std::span<std::byte> out) {
-  uint64_t i = 0;
+void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, uint64_t stride, uint64_t first,
+                   Target target, std::span<std::byte> out) {
   for (uint64_t c = c0; c < c1; ++c)
-    for (uint64_t r = chunk.r0; r < chunk.r1; ++r) Store(target, ValueAt(g, chunk, r, c), out, i++);
+    for (uint64_t r = chunk.r0; r < chunk.r1; ++r)
+      Store(target, ValueAt(g, chunk, r, c), out, (c - c0) * stride + (r - first));
 }
 
 }  // namespace zerofold::quant

@@ -46,11 +46,12 @@ float ValueAt(const Group& g, const Chunk& chunk, uint64_t r, uint64_t c);
 // Rows [r0, r1) into `out`, (r1 - r0) x cols elements of `target`, row-major.
 void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std::byte> out);
 
-// A transposed group (gpt-oss): the chunk holds one expert's rows [e x N,
-// (e + 1) x N); writes output rows (columns of the input) [c0, c1), each of
-// the N values of that column, into `out`.
-void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, Target target,
-                   std::span<std::byte> out);
+// A transposed group (gpt-oss): writes element (r, c) of the chunk's rows,
+// c in [c0, c1), as element (c - c0) x stride + (r - first) of `out`: with
+// stride N and first e x N, the output rows (input columns) [c0, c1) of
+// expert e, of which the chunk holds some or all of the N rows.
+void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, uint64_t stride, uint64_t first,
+                   Target target, std::span<std::byte> out);
 
 }  // namespace zerofold::quant
 

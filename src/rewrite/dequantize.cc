@@ -111,23 +111,32 @@ class Producer {
     return Status::OK();
   }
 
-  // gpt-oss: per expert, its [N, K] values out as [K, N].
+  // gpt-oss: per expert, its [N, K] values out as [K, N], a tile of output
+  // rows (input columns) at a time. An expert whose packed values fit in
+  // kSlabBuffers buffers is read once; a larger one is read again for each
+  // tile, a chunk of rows at a time (memory stays a few buffers).
   Status Transposed(const quant::Group& g, const Emit& emit) {
+    constexpr uint64_t kSlabBuffers = 4;
     const uint64_t n = g.rows / g.experts;
-    if (n * quant::WeightRowBytes(g) > kMaxExpertBytes)
-      return Status::Limit("one expert's packed values are " + std::to_string(n * quant::WeightRowBytes(g)) +
-                           " bytes, past the " + std::to_string(kMaxExpertBytes) + " a transposed decode holds")
-          .WithRecord(tensors_[g.weight].name)
-          .WithPath(sources_[tensors_[g.weight].file]->name());
+    const uint64_t row_in = quant::WeightRowBytes(g);
+    const bool whole = n * row_in <= kSlabBuffers * buffer_;
     const uint64_t col_out = n * quant::TargetItemSize(target_);
-    const uint64_t per_chunk = std::max<uint64_t>(1, buffer_ / std::max<uint64_t>(col_out, 1));
-    for (uint64_t e = 0; e < g.experts; ++e) {
-      if (n == 0) break;
-      ZF_ASSIGN_OR_RETURN(quant::Chunk chunk, Load(g, e * n, (e + 1) * n));
-      for (uint64_t c0 = 0; c0 < g.cols; c0 += per_chunk) {
-        const uint64_t c1 = std::min(g.cols, c0 + per_chunk);
+    const uint64_t per_tile = std::max<uint64_t>(1, buffer_ / std::max<uint64_t>(col_out, 1));
+    const uint64_t rows_per_read = whole ? n : std::max<uint64_t>(1, buffer_ / std::max<uint64_t>(row_in, 1));
+    for (uint64_t e = 0; e < g.experts && n > 0; ++e) {
+      quant::Chunk chunk;
+      if (whole) {
+        ZF_ASSIGN_OR_RETURN(chunk, Load(g, e * n, (e + 1) * n));
+      }
+      for (uint64_t c0 = 0; c0 < g.cols; c0 += per_tile) {
+        const uint64_t c1 = std::min(g.cols, c0 + per_tile);
         out_.resize((c1 - c0) * col_out);
-        quant::DecodeColumns(g, chunk, c0, c1, target_, out_);
+        for (uint64_t r0 = e * n; r0 < (e + 1) * n; r0 += rows_per_read) {
+          if (!whole) {
+            ZF_ASSIGN_OR_RETURN(chunk, Load(g, r0, std::min((e + 1) * n, r0 + rows_per_read)));
+          }
+          quant::DecodeColumns(g, chunk, c0, c1, n, e * n, target_, out_);
+        }
         ZF_TRY(emit(out_));
       }
     }

@@ -17,7 +17,9 @@
 // Memory: the decode works a chunk of rows at a time (quant/decode.h): the
 // chunk's packed values, scales and output, each at most about
 // options.buffer_bytes (a row larger than that is one chunk); a transposed
-// gpt-oss group holds one expert's packed values (at most kMaxExpertBytes).
+// gpt-oss group holds one expert's packed values when they fit in four
+// buffers, else reads them again, a chunk of rows at a time, for each tile
+// of output rows.
 //
 // Files go through output::WriteFileSet: --part, --dry-run, --force,
 // progress and --verify (each file read back and every tensor compared
@@ -35,8 +37,6 @@
 
 namespace zerofold::rewrite {
 
-constexpr uint64_t kMaxExpertBytes = uint64_t{48} << 20;
-
 // What a dequantize run found, beside the conversion's report.
 struct DequantizeReport {
   ConvertReport convert;
@@ -48,8 +48,7 @@ struct DequantizeReport {
 
 // Errors carry the path and the record: those of quant::PlanDequantize;
 // kUnsupported for a folder of torch checkpoints, a tensor torch has no
-// dtype for (torch output); kLimit for a gpt-oss
-// expert past kMaxExpertBytes; the readers' and WriteFileSet's.
+// dtype for (torch output); the readers' and WriteFileSet's.
 Result<DequantizeReport> Dequantize(Env* env, const std::string& input, const std::string& output,
                                     const ConvertOptions& options, quant::Target target, output::ShardFormat format);
 

@@ -157,6 +157,26 @@ def save_case(d, shards, config_extra, qconfig, expected, kept, single=True):
     write_expected(d, expected, kept)
 
 
+def mxfp4_case(root, case, e_, n, g):
+    """gpt-oss MXFP4 experts: E8M0 255 (NaN) and 0 among the scales."""
+    d = case_dir(root, case)
+    blocks = RNG.integers(0, 256, size=(e_, n, g, 16), dtype=np.uint8)
+    scales = RNG.integers(118, 136, size=(e_, n, g), dtype=np.uint8)
+    scales[0, 0, 0] = 255  # E8M0 NaN (OCP MX v1.0), where transformers' ldexp gives 2^128 = inf
+    scales[1, 2, 1] = 0
+    vals = unpack_fp4(blocks)  # [E, N, G, 32]
+    with np.errstate(invalid="ignore", over="ignore"):
+        pow2 = np.ldexp(np.float32(1), scales.astype(np.int32) - 127).astype(np.float32)
+        pow2[scales == 255] = np.nan
+        dec = (vals * pow2[..., None]).astype(np.float32)
+    dec = dec.reshape(e_, n, g * 32).transpose(0, 2, 1).copy()
+    bias = np.arange(6, dtype=np.float32)
+    kept = [("model.layers.0.mlp.experts.gate_up_proj_bias", "F32", (2, 3), f32b(bias))]
+    ts = [("model.layers.0.mlp.experts.gate_up_proj_blocks", "U8", blocks.shape, blocks.tobytes()),
+          ("model.layers.0.mlp.experts.gate_up_proj_scales", "U8", scales.shape, scales.tobytes())] + kept
+    save_case(d, [ts], {"architectures": ["GptOssForCausalLM"]}, {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}, [("model.layers.0.mlp.experts.gate_up_proj", dec)], kept)
+
+
 def make(root):
     # fp8-block: DeepSeek-V3, 128x128 blocks, partial trailing blocks, NaN and -0.
     d = case_dir(root, "fp8_block")
@@ -176,24 +196,10 @@ def make(root):
     save_case(d, shards, {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 7},
               {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, [("model.layers.0.mlp.weight", full)], kept)
 
-    # mxfp4: gpt-oss experts, [E, N, G, 16] blocks -> [E, G*32, N].
-    d = case_dir(root, "mxfp4")
-    e_, n, g = 2, 3, 2
-    blocks = RNG.integers(0, 256, size=(e_, n, g, 16), dtype=np.uint8)
-    scales = RNG.integers(118, 136, size=(e_, n, g), dtype=np.uint8)
-    scales[0, 0, 0] = 255  # E8M0 NaN (OCP MX v1.0), where transformers' ldexp gives 2^128 = inf
-    scales[1, 2, 1] = 0
-    vals = unpack_fp4(blocks)  # [E, N, G, 32]
-    with np.errstate(invalid="ignore", over="ignore"):
-        pow2 = np.ldexp(np.float32(1), scales.astype(np.int32) - 127).astype(np.float32)
-        pow2[scales == 255] = np.nan
-        dec = (vals * pow2[..., None]).astype(np.float32)
-    dec = dec.reshape(e_, n, g * 32).transpose(0, 2, 1).copy()
-    bias = np.arange(6, dtype=np.float32)
-    kept = [("model.layers.0.mlp.experts.gate_up_proj_bias", "F32", (2, 3), f32b(bias))]
-    ts = [("model.layers.0.mlp.experts.gate_up_proj_blocks", "U8", blocks.shape, blocks.tobytes()),
-          ("model.layers.0.mlp.experts.gate_up_proj_scales", "U8", scales.shape, scales.tobytes())] + kept
-    save_case(d, [ts], {"architectures": ["GptOssForCausalLM"]}, {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}, [("model.layers.0.mlp.experts.gate_up_proj", dec)], kept)
+    # mxfp4: gpt-oss experts, [E, N, G, 16] blocks -> [E, G*32, N]; mxfp4_big: experts of
+    # 300 x 128 values (19,200 packed bytes: more than four 4 KiB buffers).
+    for case, (e_, n, g) in (("mxfp4", (2, 3, 2)), ("mxfp4_big", (2, 300, 4))):
+        mxfp4_case(root, case, e_, n, g)
 
     # nvfp4 (ModelOpt): e2m1 x (float(scale) x scale_2).
     d = case_dir(root, "nvfp4_modelopt")

@@ -23,7 +23,7 @@ expect_tensors() {
 }
 
 # --- every scheme, folder in -> folder out, both targets ------------------------------------
-for c in fp8_block mxfp4 nvfp4_modelopt nvfp4_ct int_packed fp8_channel; do
+for c in fp8_block mxfp4 mxfp4_big nvfp4_modelopt nvfp4_ct int_packed fp8_channel; do
   for t in bf16 fp32; do
     run_z convert --dequantize "$t" "cases/$c/in" "out_${c}_$t/"
     expect "$c $t: exit" 0 ""
@@ -51,8 +51,9 @@ expect "--json" 0 ""
 expect_true "--json: the dequantize object" "$PY -c 'import json,sys; d=json.load(open(\"$OUT\"))[\"dequantize\"]; sys.exit(d != {\"quant_method\": \"compressed-tensors\", \"schemes\": [\"nvfp4-ct\"], \"weights\": 1, \"kept\": 0})'"
 
 # --- small chunks: --buffer-size 4KiB decodes a few rows (or columns) at a time, chunks
+# (mxfp4_big: each expert read again per tile of output rows, 19,200 packed bytes > 4 x 4 KiB)
 # starting inside scale blocks and zero-point words; the bytes do not change.
-for c in fp8_block mxfp4 nvfp4_modelopt int_packed fp8_channel; do
+for c in fp8_block mxfp4 mxfp4_big nvfp4_modelopt int_packed fp8_channel; do
   run_z convert --dequantize --buffer-size 4KiB "cases/$c/in" "small_$c/"
   expect "$c small chunks: exit" 0 ""
   expect_tensors "$c small chunks" "small_$c" "cases/$c/bf16.safetensors"

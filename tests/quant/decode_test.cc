@@ -113,8 +113,15 @@ TEST_CASE("E2M1: low nibble first; gpt-oss columns; NVFP4 global scales") {
   CHECK(ValueAt(g, c, 1, 0) == 3.0f);
   CHECK(std::signbit(ValueAt(g, c, 0, 2)) == false);
   std::vector<std::byte> out(2 * 2 * 4);  // columns 0..1, each of the 2 rows
-  DecodeColumns(g, c, 0, 2, Target::kFloat32, out);
+  DecodeColumns(g, c, 0, 2, 2, 0, Target::kFloat32, out);
   CHECK(Floats(out) == std::vector<float>{2, 3, -1, 0});
+  // Row 1 alone (a chunk of part of the expert) lands at its place in each column.
+  std::vector<std::byte> part(2 * 2 * 4);
+  Chunk c1{1, 2, std::span(w).subspan(16), std::span(s).subspan(1), {}, safetensors::Dtype::U8,
+           safetensors::Dtype::I32, 1.0f};
+  DecodeColumns(g, c1, 0, 2, 2, 0, Target::kFloat32, part);
+  CHECK(Floats(part)[1] == 3.0f);
+  CHECK(Floats(part)[3] == 0.0f);
   // NVFP4: F8_E4M3 scale 1.5 (0x3C), global 4: x (1.5 x 4) or x (1.5 / 4).
   g.e8m0_scale = false;
   g.block_cols = 16;
