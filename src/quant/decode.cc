@@ -129,22 +129,32 @@ void Put<uint16_t>(float v, std::byte* out, uint64_t i) {
   std::memcpy(out + i * 2, &b, 2);
 }
 
-// DecodeRows for one target: per row and scale block, the scale computed
-// once (the same float32 operations as ValueAt), then the block's values.
+// Where element (r, c) goes: (r - first) x row_stride + (c - c0) x col_stride.
+struct Placement {
+  uint64_t c0, c1;   // the columns decoded
+  uint64_t first;    // the row at output position 0
+  uint64_t row_stride, col_stride;
+};
+
+// DecodeRows and DecodeColumns for one target: per row and scale block, the
+// scale computed once (the same float32 operations as ValueAt), then the
+// block's values.
 template <typename T>
-void Rows(const Group& g, const Chunk& k, std::byte* out) {
+void Decode(const Group& g, const Chunk& k, const Placement& p, std::byte* out) {
   const Tables& lut = Lut();
   const uint64_t row_bytes = WeightRowBytes(g);
   const auto* w = reinterpret_cast<const uint8_t*>(k.weight.data());
-  uint64_t i = 0;
+  if (p.c0 >= p.c1) return;
   for (uint64_t r = k.r0; r < k.r1; ++r) {
     const uint8_t* row = w + (r - k.r0) * row_bytes;
     const uint64_t first_cell = (r / g.block_rows - k.r0 / g.block_rows) * g.scale_cols;
-    for (uint64_t b = 0; b < g.scale_cols; ++b) {
-      const uint64_t c0 = b * g.block_cols, c1 = std::min(g.cols, c0 + g.block_cols);
+    const uint64_t base = (r - p.first) * p.row_stride;
+    for (uint64_t b = p.c0 / g.block_cols; b <= (p.c1 - 1) / g.block_cols; ++b) {
+      const uint64_t c0 = std::max(p.c0, b * g.block_cols), c1 = std::min(p.c1, (b + 1) * g.block_cols);
       const uint64_t cell = first_cell + b;
+      auto at = [&](uint64_t c) { return base + (c - p.c0) * p.col_stride; };
       if (g.coding == Coding::kIntPacked || (g.coding == Coding::kInt8 && !k.zero.empty())) {
-        for (uint64_t c = c0; c < c1; ++c) Put<T>(ValueAt(g, k, r, c), out, i++);
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(ValueAt(g, k, r, c), out, at(c));
         continue;
       }
       if (g.coding == Coding::kE2M1) {
@@ -157,32 +167,34 @@ void Rows(const Group& g, const Chunk& k, std::byte* out) {
         }
         for (uint64_t c = c0; c < c1; ++c) {
           const uint8_t byte = row[c / 2];
-          Put<T>(lut.e2m1[(c & 1) != 0 ? byte >> 4 : byte & 0x0F] * s, out, i++);
+          Put<T>(lut.e2m1[(c & 1) != 0 ? byte >> 4 : byte & 0x0F] * s, out, at(c));
         }
         continue;
       }
       const float s = ScaleAt(k.scale_dtype, k.scale, cell);
       if (g.coding == Coding::kE4M3) {
-        for (uint64_t c = c0; c < c1; ++c) Put<T>(lut.e4m3[row[c]] * s, out, i++);
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(lut.e4m3[row[c]] * s, out, at(c));
       } else {  // kInt8 without zero points
-        for (uint64_t c = c0; c < c1; ++c) Put<T>(static_cast<float>(static_cast<int8_t>(row[c])) * s, out, i++);
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(static_cast<float>(static_cast<int8_t>(row[c])) * s, out, at(c));
       }
     }
   }
 }
 
+void DecodeInto(const Group& g, const Chunk& chunk, const Placement& p, Target target, std::span<std::byte> out) {
+  if (target == Target::kFloat32) Decode<float>(g, chunk, p, out.data());
+  else Decode<uint16_t>(g, chunk, p, out.data());
+}
+
 }  // namespace
 
 void DecodeRows(const Group& g, const Chunk& chunk, Target target, std::span<std::byte> out) {
-  if (target == Target::kFloat32) Rows<float>(g, chunk, out.data());
-  else Rows<uint16_t>(g, chunk, out.data());
+  DecodeInto(g, chunk, {0, g.cols, chunk.r0, g.cols, 1}, target, out);
 }
 
 void DecodeColumns(const Group& g, const Chunk& chunk, uint64_t c0, uint64_t c1, uint64_t stride, uint64_t first,
                    Target target, std::span<std::byte> out) {
-  for (uint64_t c = c0; c < c1; ++c)
-    for (uint64_t r = chunk.r0; r < chunk.r1; ++r)
-      Store(target, ValueAt(g, chunk, r, c), out, (c - c0) * stride + (r - first));
+  DecodeInto(g, chunk, {c0, c1, first, 1, stride}, target, out);
 }
 
 }  // namespace zerofold::quant
