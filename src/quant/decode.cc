@@ -59,6 +59,16 @@ ChunkRanges RangesOf(const Group& g, const SourceTensor& scale, const SourceTens
   return c;
 }
 
+float ZeroAt(const Group& g, const Chunk& k, uint64_t r, uint64_t cell) {
+  if (k.zero.empty()) return 0.0f;
+  if (!g.zero_point_packed) return ScaleAt(k.zero_dtype, k.zero, cell);
+  const int32_t offset = int32_t{1} << (g.bits - 1);
+  const uint64_t w0 = k.r0 * g.bits / 32;  // the first word row the chunk holds
+  const uint64_t bit = r * g.bits - w0 * 32;
+  return static_cast<float>(static_cast<int32_t>(BitsAt(k.zero, cell % g.scale_cols, g.scale_cols, bit, g.bits)) -
+                            offset);
+}
+
 float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
   const uint64_t row_bytes = WeightRowBytes(g);
   const uint64_t local = r - k.r0;
@@ -77,24 +87,12 @@ float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
     }
     case Coding::kInt8: {
       const float q = static_cast<float>(static_cast<int8_t>(k.weight[local * row_bytes + c]));
-      const float z = k.zero.empty() ? 0.0f : ScaleAt(k.zero_dtype, k.zero, cell);
-      return (q - z) * ScaleAt(k.scale_dtype, k.scale, cell);
+      return (q - ZeroAt(g, k, r, cell)) * ScaleAt(k.scale_dtype, k.scale, cell);
     }
     case Coding::kIntPacked: {
       const int32_t offset = int32_t{1} << (g.bits - 1);
       const int32_t q = static_cast<int32_t>(BitsAt(k.weight, local * row_bytes / 4, 1, c * g.bits, g.bits)) - offset;
-      float z = 0.0f;
-      if (!k.zero.empty()) {
-        if (g.zero_point_packed) {
-          const uint64_t w0 = k.r0 * g.bits / 32;  // first word row the chunk holds
-          const uint64_t gc = c / g.block_cols;
-          const uint64_t bit = r * g.bits - w0 * 32;
-          z = static_cast<float>(static_cast<int32_t>(BitsAt(k.zero, gc, g.scale_cols, bit, g.bits)) - offset);
-        } else {
-          z = ScaleAt(k.zero_dtype, k.zero, cell);
-        }
-      }
-      return (static_cast<float>(q) - z) * ScaleAt(k.scale_dtype, k.scale, cell);
+      return (static_cast<float>(q) - ZeroAt(g, k, r, cell)) * ScaleAt(k.scale_dtype, k.scale, cell);
     }
   }
   return 0.0f;
@@ -153,8 +151,14 @@ void Decode(const Group& g, const Chunk& k, const Placement& p, std::byte* out) 
       const uint64_t c0 = std::max(p.c0, b * g.block_cols), c1 = std::min(p.c1, (b + 1) * g.block_cols);
       const uint64_t cell = first_cell + b;
       auto at = [&](uint64_t c) { return base + (c - p.c0) * p.col_stride; };
-      if (g.coding == Coding::kIntPacked || (g.coding == Coding::kInt8 && !k.zero.empty())) {
-        for (uint64_t c = c0; c < c1; ++c) Put<T>(ValueAt(g, k, r, c), out, at(c));
+      if (g.coding == Coding::kIntPacked) {
+        const float s = ScaleAt(k.scale_dtype, k.scale, cell), z = ZeroAt(g, k, r, cell);
+        const int32_t offset = int32_t{1} << (g.bits - 1);
+        const uint64_t first_word = (r - k.r0) * row_bytes / 4;
+        for (uint64_t c = c0; c < c1; ++c) {
+          const int32_t q = static_cast<int32_t>(BitsAt(k.weight, first_word, 1, c * g.bits, g.bits)) - offset;
+          Put<T>((static_cast<float>(q) - z) * s, out, at(c));
+        }
         continue;
       }
       if (g.coding == Coding::kE2M1) {
@@ -174,8 +178,9 @@ void Decode(const Group& g, const Chunk& k, const Placement& p, std::byte* out) 
       const float s = ScaleAt(k.scale_dtype, k.scale, cell);
       if (g.coding == Coding::kE4M3) {
         for (uint64_t c = c0; c < c1; ++c) Put<T>(lut.e4m3[row[c]] * s, out, at(c));
-      } else {  // kInt8 without zero points
-        for (uint64_t c = c0; c < c1; ++c) Put<T>(static_cast<float>(static_cast<int8_t>(row[c])) * s, out, at(c));
+      } else {  // kInt8
+        const float z = ZeroAt(g, k, r, cell);
+        for (uint64_t c = c0; c < c1; ++c) Put<T>((static_cast<float>(static_cast<int8_t>(row[c])) - z) * s, out, at(c));
       }
     }
   }

@@ -40,6 +40,9 @@ struct Chunk {
   float global = 1.0f;  // the group's global scale (1 without one)
 };
 
+// The zero point of row r in scale grid cell `cell` (0 without zero points).
+float ZeroAt(const Group& g, const Chunk& chunk, uint64_t r, uint64_t cell);
+
 // Element (r, c) of the weight, r in [chunk.r0, chunk.r1), in float32.
 float ValueAt(const Group& g, const Chunk& chunk, uint64_t r, uint64_t c);
 
