@@ -26,7 +26,8 @@ float DecodeE4M3(uint8_t code) {
   const int mantissa = code & 0x07;
   float v;
   if (exponent == 0x0F && mantissa == 0x07) {
-    v = std::numeric_limits<float>::quiet_NaN();
+    // c10's fp8e4m3fn_to_fp32_value widens the NaN's bits: 0x7FF00000.
+    return std::bit_cast<float>((negative ? 0x80000000u : 0u) | 0x7FF00000u);
   } else if (exponent == 0) {
     v = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m/8 x 2^-6
   } else {

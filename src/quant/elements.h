@@ -4,8 +4,10 @@
 //
 // Formats (OCP Microscaling Formats (MX) v1.0 and torch's float8 types):
 //   E4M3FN  torch.float8_e4m3fn, safetensors F8_E4M3: 1 sign, 4 exponent
-//           (bias 7), 3 mantissa bits; no infinity; S.1111.111 is NaN; the
-//           largest finite value is 448; subnormals m x 2^-9.
+//           (bias 7), 3 mantissa bits; no infinity; S.1111.111 is NaN (as
+//           float32 sign | 0x7FF00000, the bits torch's conversion gives it,
+//           which a product keeps); the largest finite value is 448;
+//           subnormals m x 2^-9.
 //   E2M1    FP4: 1 sign, 2 exponent (bias 1), 1 mantissa bit; the values
 //           0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives (transformers'
 //           integrations/mxfp4.py FP4_VALUES, compressed-tensors'
