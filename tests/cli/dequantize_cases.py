@@ -58,8 +58,10 @@ def e4m3(codes):
     e = (c >> 3) & 0xF
     m = c & 7
     v = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8.0) * 2.0 ** (e - 7))
-    v = np.where((e == 15) & (m == 7), np.nan, v)
-    return (s * v).astype(np.float32)
+    out = (s * v).astype(np.float32)
+    # NaN as torch's float8 -> float32 conversion writes it: sign | 0x7FF00000.
+    nan_bits = np.where(c & 0x80, 0xFFF00000, 0x7FF00000).astype(np.uint32)
+    return np.where((e == 15) & (m == 7), nan_bits.view(np.float32), out)
 
 
 FP4 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
