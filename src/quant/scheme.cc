@@ -221,7 +221,8 @@ class Planner {
       return Grid{1, p.group_size};
     }
     if (p.strategy == "block") {
-      if (p.block_rows == 0) return Bad(t, "its config group has strategy block and no block_structure");
+      if (p.block_rows == 0 || p.block_cols == 0)
+        return Bad(t, "its config group has strategy block and no block_structure of two positive sizes");
       return Grid{p.block_rows, p.block_cols};
     }
     return Status::Unsupported("weights strategy '" + p.strategy + "' is not decoded")
@@ -482,6 +483,14 @@ class Planner {
     if (dims.size() < 2 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
       return Bad(*shape, "does not hold the weight's shape (2 or more dimensions)");
     std::vector<uint64_t> full(dims.begin(), dims.end());
+    // The decoded tensor's float32 bytes must fit 64 bits (the packed
+    // tensor's shape is checked against these dimensions next).
+    uint64_t elements = 4;
+    for (uint64_t d : full) {
+      if (d != 0 && elements > UINT64_MAX / 8 / d)
+        return Bad(*shape, "holds a shape too large to decode: " + Dims(full));
+      elements *= d;
+    }
     std::span<const uint64_t> lead(full.data(), full.size() - 1);
     std::vector<uint64_t> want(lead.begin(), lead.end());
     want.push_back(CeilDiv(full.back() * p.bits, 32));

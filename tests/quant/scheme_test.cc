@@ -110,6 +110,10 @@ TEST_CASE("compressed-tensors: config groups by regex and class, ignore, packed 
   CHECK(bad.status().code() == Code::kCorrupt);
   CHECK(bad.status().record() == "m.up.weight_zero_point");
   t[6].shape = {2, 3};
+  // A weight_shape whose decode would overflow is refused, not wrapped around.
+  t[5].values = {9, int64_t{1} << 61};
+  CHECK(PlanDequantize(&c, t, kFiles).status().record() == "m.up.weight_shape");
+  t[5].values = {9, 72};
   // A module in ignore that is quantized anyway is refused.
   t[3].name = "lm_head.weight_packed";
   t[4].name = "lm_head.weight_scale";
