@@ -72,7 +72,8 @@ float ZeroAt(const Group& g, const Chunk& k, uint64_t r, uint64_t cell) {
 float ValueAt(const Group& g, const Chunk& k, uint64_t r, uint64_t c) {
   const uint64_t row_bytes = WeightRowBytes(g);
   const uint64_t local = r - k.r0;
-  const uint64_t cell = (r / g.block_rows - k.r0 / g.block_rows) * g.scale_cols + c / g.block_cols;
+  const uint64_t cell = (r / g.block_rows - k.r0 / g.block_rows) * g.scale_cols +
+                        (g.g_idx.empty() ? c / g.block_cols : g.g_idx[c]);
   switch (g.coding) {
     case Coding::kE4M3: {
       const float x = DecodeE4M3(static_cast<uint8_t>(k.weight[local * row_bytes + c]));
@@ -151,6 +152,10 @@ void Decode(const Group& g, const Chunk& k, const Placement& p, std::byte* out) 
       const uint64_t c0 = std::max(p.c0, b * g.block_cols), c1 = std::min(p.c1, (b + 1) * g.block_cols);
       const uint64_t cell = first_cell + b;
       auto at = [&](uint64_t c) { return base + (c - p.c0) * p.col_stride; };
+      if (!g.g_idx.empty()) {  // activation ordering: each column its own group
+        for (uint64_t c = c0; c < c1; ++c) Put<T>(ValueAt(g, k, r, c), out, at(c));
+        continue;
+      }
       if (g.coding == Coding::kIntPacked) {
         const float s = ScaleAt(k.scale_dtype, k.scale, cell), z = ZeroAt(g, k, r, cell);
         const int32_t offset = int32_t{1} << (g.bits - 1);

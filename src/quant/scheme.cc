@@ -450,9 +450,8 @@ class Planner {
     g.members.push_back(*s);
     for (const char* extra : {".input_global_scale", ".input_scale", ".input_zero_point"})
       if (std::optional<uint32_t> k = Find(module + extra)) g.members.push_back(*k);
-    if (std::optional<uint32_t> gi = Find(module + ".weight_g_idx"))
-      return Status::Unsupported("activation ordering (weight_g_idx) is not decoded")
-          .WithRecord(tensors_[*gi].name).WithPath(files_[tensors_[*gi].file]);
+    std::optional<uint32_t> g_idx = Find(module + ".weight_g_idx");
+    if (g_idx) g.members.push_back(*g_idx);
     ZF_ASSIGN_OR_RETURN(Params p, CompressedTensorsParams(i, module));
     if (t.dtype == Dtype::U8) {
       if (p.known && p.format != "nvfp4-pack-quantized")
@@ -478,7 +477,6 @@ class Planner {
       return Status::Unsupported("compressed-tensors format '" + p.format + "' for an I32 weight_packed is not decoded")
           .WithRecord(t.name).WithPath(files_[t.file]);
     if (p.bits < 1 || p.bits > 8) return Status::Unsupported("num_bits " + std::to_string(p.bits) + " is not decoded (1 to 8)").WithRecord(t.name).WithPath(files_[t.file]);
-    if (p.actorder) return Status::Unsupported("activation ordering (actorder group) is not decoded").WithRecord(t.name).WithPath(files_[t.file]);
     const std::vector<int64_t>& dims = tensors_[*shape].values;
     if (dims.size() < 2 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
       return Bad(*shape, "does not hold the weight's shape (2 or more dimensions)");
@@ -503,6 +501,7 @@ class Planner {
     ZF_ASSIGN_OR_RETURN(Grid grid, StrategyGrid(i, p, g.rows, g.cols));
     g.scale = *s;
     ZF_TRY(CheckScale(g, *s, lead, g.cols, grid, p.strategy == "tensor"));
+    if (g_idx) ZF_TRY(ReadGroupIndex(g, *g_idx, p));
     if (!p.symmetric && (p.strategy == "group" || p.strategy == "channel") && !Find(module + ".weight_zero_point"))
       return Bad(i, "is asymmetric (its config group) without " + module + ".weight_zero_point");
     if (std::optional<uint32_t> z = Find(module + ".weight_zero_point")) {
@@ -525,6 +524,34 @@ class Planner {
     return std::optional<Group>(std::move(g));
   }
 
+  // compressed-tensors activation ordering (forward_helpers.py
+  // _process_group): the columns permuted by argsort(g_idx), cut into groups
+  // of group_size, so column c has the scale of group g_idx[c] when each
+  // group holds group_size columns (the last one the rest). A g_idx holding
+  // -1 means column order (is_column_order). Other counts are refused: the
+  // reference's groups would not be g_idx's.
+  Status ReadGroupIndex(Group& g, uint32_t t, const Params& p) const {
+    const std::vector<int64_t>& v = tensors_[t].values;
+    if (p.strategy != "group") return Bad(t, "is an activation order of a weight whose strategy is not group");
+    if (v.size() != g.cols || tensors_[t].shape.size() != 1)
+      return Bad(t, "holds " + std::to_string(v.size()) + " group indices, not one per column (" +
+                        std::to_string(g.cols) + "), or was not read");
+    if (std::find(v.begin(), v.end(), -1) != v.end()) return Status::OK();
+    std::vector<uint64_t> count(g.scale_cols, 0);
+    for (int64_t x : v) {
+      if (x < 0 || static_cast<uint64_t>(x) >= g.scale_cols)
+        return Bad(t, "holds group index " + std::to_string(x) + ", not one of the " + std::to_string(g.scale_cols) +
+                          " groups");
+      ++count[static_cast<size_t>(x)];
+    }
+    for (uint64_t k = 0; k < g.scale_cols; ++k)
+      if (count[k] != std::min(g.block_cols, g.cols - k * g.block_cols))
+        return Bad(t, "puts " + std::to_string(count[k]) + " columns in group " + std::to_string(k) + ", not " +
+                          std::to_string(std::min(g.block_cols, g.cols - k * g.block_cols)));
+    g.g_idx.assign(v.begin(), v.end());
+    return Status::OK();
+  }
+
   const json::Value* config_;
   std::span<const SourceTensor> tensors_;
   std::span<const std::string> files_;
@@ -544,7 +571,10 @@ bool LooksQuantized(std::span<const SourceTensor> tensors) {
 }
 
 bool NeedsValues(const SourceTensor& t) {
-  return EndsWith(t.name, ".weight_shape") && t.bytes <= 64 && ScaleItemSize(t.dtype).has_value();
+  if (!ScaleItemSize(t.dtype) || t.dtype == Dtype::F32 || t.dtype == Dtype::BF16 || t.dtype == Dtype::F16)
+    return false;
+  return (EndsWith(t.name, ".weight_shape") && t.bytes <= 64) ||
+         (EndsWith(t.name, ".weight_g_idx") && t.bytes <= (uint64_t{16} << 20));
 }
 
 const char* SchemeName(Scheme scheme) {

@@ -34,7 +34,8 @@
 //                channel: [N, 1]; tensor: [1]); asymmetric adds
 //                X.weight_zero_point, for group and channel packed the same
 //                way along dim 0 ([ceil(N*b/32), G] I32), else as the scale;
-//                w = (q - z) x s.
+//                activation ordering adds X.weight_g_idx [K] (column c in
+//                group g_idx[c]); w = (q - z) x s.
 //   fp8          compressed-tensors float-quantized and ModelOpt FP8: X.weight
 //                F8_E4M3 [N, K] and X.weight_scale F32/BF16/F16, [] or [1]
 //                (tensor), [N, 1] (channel), [N, G] (group) or
@@ -76,12 +77,14 @@ struct SourceTensor {
   uint32_t file = 0;       // index into the caller's files (errors name it)
   uint64_t offset = 0;     // absolute offset of its bytes in that file
   uint64_t bytes = 0;
-  // The values of a small integer tensor named *.weight_shape, filled by
-  // the caller before PlanDequantize (NeedsValues); else empty.
+  // The values of a small integer tensor named *.weight_shape or
+  // *.weight_g_idx, filled by the caller before PlanDequantize
+  // (NeedsValues); else empty.
   std::vector<int64_t> values;
 };
 
-// True for the tensors whose values PlanDequantize reads (weight_shape).
+// True for the tensors whose values PlanDequantize reads (weight_shape, and
+// weight_g_idx up to 16 MiB).
 bool NeedsValues(const SourceTensor& t);
 // True when a tensor's name is one of a quantized weight's (its scales,
 // zero points, shape, or MXFP4 blocks): what inspect takes as a sign.
@@ -122,6 +125,8 @@ struct Group {
   // (experts = E, rows = E*N).
   bool transpose = false;
   uint64_t experts = 1;
+  // Activation ordering: per column, its scale grid column (else c / block_cols).
+  std::vector<uint32_t> g_idx;
   std::vector<uint32_t> members;   // every input tensor the group replaces
 };
 
@@ -149,8 +154,7 @@ struct Plan {
 //                     dimension named, ceil division), a dtype other than
 //                     the scheme's;
 //   kUnsupported      a quant_method or format this does not decode, a
-//                     config value it does not know (num_bits, strategy,
-//                     activation ordering's g_idx).
+//                     config value it does not know (num_bits, strategy).
 Result<Plan> PlanDequantize(const json::Value* config, std::span<const SourceTensor> tensors,
                             std::span<const std::string> files);
 

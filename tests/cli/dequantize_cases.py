@@ -240,19 +240,25 @@ def make(root):
     d = case_dir(root, "int_packed")
     expected = []
     ts = []
-    def add(module, q, bits, scale, zp=None, zp_packed=None):
+    def add(module, q, bits, scale, zp=None, zp_packed=None, g_idx=None):
         ts.append((module + ".weight_packed", "I32", None, pack_rows(q, bits)))
         ts.append((module + ".weight_shape", "I64", (2,), np.array(q.shape, dtype="<i8").tobytes()))
         ts.append((module + ".weight_scale", "BF16", scale.shape, bf16_bytes(scale)))
         sf = bf16_of(scale)
         br, bc = 1, q.shape[1] // scale.shape[1]
         zz = np.zeros_like(sf) if zp is None else zp.astype(np.float32)
+        if g_idx is not None:  # activation order: column c has group g_idx[c]
+            ts.append((module + ".weight_g_idx", "I32", (q.shape[1],), g_idx.astype("<i4").tobytes()))
+            dq = ((q.astype(np.float32) - zz[:, g_idx]) * sf[:, g_idx]).astype(np.float32)
+            expected.append((module + ".weight", dq))
+            return
         dq = ((q.astype(np.float32) - expand(zz, *q.shape, br, bc)) * expand(sf, *q.shape, br, bc)).astype(np.float32)
         if zp is not None:
             ts.append((module + ".weight_zero_point", "I32", None, zp_packed))
         expected.append((module + ".weight", dq))
     q4 = RNG.integers(-8, 8, size=(6, 64))
-    add("model.layers.0.mlp.experts.0.up_proj", q4, 4, (RNG.random((6, 2)) * 0.1).astype(np.float32))
+    add("model.layers.0.mlp.experts.0.up_proj", q4, 4, (RNG.random((6, 2)) * 0.1).astype(np.float32),
+        g_idx=RNG.permutation(np.repeat(np.arange(2), 32)))
     q8 = RNG.integers(-128, 128, size=(5, 7))
     add("model.layers.0.mlp.experts.0.down_proj", q8, 8, (RNG.random((5, 1)) * 0.1).astype(np.float32))
     q3 = RNG.integers(-4, 4, size=(11, 13))
@@ -265,10 +271,10 @@ def make(root):
     kept = [("model.embed_tokens.weight", "F32", (3, 4), f32b(emb))]
     qc = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head", "re:.*embed.*"],
           "config_groups": {
-              "int4": {"targets": ["re:.*up_proj$"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32, "symmetric": True}},
+              "int4": {"targets": ["re:.*up_proj$"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32, "symmetric": True, "actorder": "group"}},
               "int8": {"targets": ["re:.*down_proj$"], "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}},
               "int3": {"targets": ["Linear"], "weights": {"num_bits": 3, "type": "int", "strategy": "channel", "symmetric": False}}}}
-    save_case(d, [ts[:5], ts[5:] + kept], {"architectures": ["KimiK2"]}, qc, expected, kept, single=False)
+    save_case(d, [ts[:6], ts[6:] + kept], {"architectures": ["KimiK2"]}, qc, expected, kept, single=False)
 
     # fp8 (compressed-tensors float-quantized), per channel, BF16 scales; per tensor F32 (names only too).
     d = case_dir(root, "fp8_channel")

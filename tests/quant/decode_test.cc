@@ -100,6 +100,20 @@ TEST_CASE("int-packed: 3-bit values across word boundaries, packed zero points a
   for (int col = 0; col < 13; ++col) CHECK(ValueAt(g, c, 10, col) == (q[col] - zp[10]) * 0.5f);
 }
 
+TEST_CASE("int-packed with activation ordering: column c takes the scale of group g_idx[c]") {
+  Group g = Matrix(Coding::kIntPacked, 1, 4, 1, 2);
+  g.bits = 8;
+  g.g_idx = {1, 0, 0, 1};
+  std::vector<uint32_t> row = Pack({1, 1, 1, 1}, 8);
+  std::vector<std::byte> w(4);
+  std::memcpy(w.data(), row.data(), 4);
+  std::vector<std::byte> s = F32s({2.0f, 3.0f});
+  Chunk c{0, 1, w, s, {}, safetensors::Dtype::F32, safetensors::Dtype::I32, 1.0f};
+  std::vector<std::byte> out(16);
+  DecodeRows(g, c, Target::kFloat32, out);
+  CHECK(Floats(out) == std::vector<float>{3, 2, 2, 3});
+}
+
 TEST_CASE("E2M1: low nibble first; gpt-oss columns; NVFP4 global scales") {
   Group g = Matrix(Coding::kE2M1, 2, 32, 1, 32);
   g.e8m0_scale = true;

@@ -182,3 +182,27 @@ TEST_CASE("DeepSeek-V4: FP4 experts in I8 with E8M0 .scale; E4M3 linears with E8
 
 }  // namespace
 }  // namespace zerofold::quant
+
+namespace zerofold::quant {
+namespace {
+
+TEST_CASE("compressed-tensors activation ordering: weight_g_idx maps columns to groups") {
+  json::Value c = Config(R"({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"],
+    "format": "pack-quantized", "weights": {"num_bits": 4, "strategy": "group", "group_size": 2, "actorder": "group"}}}})");
+  std::vector<SourceTensor> t = {T("m.weight_packed", Dtype::I32, {1, 1}), T("m.weight_scale", Dtype::F32, {1, 3}),
+                                 T("m.weight_shape", Dtype::I64, {2}, {1, 5}),
+                                 T("m.weight_g_idx", Dtype::I32, {5}, {2, 0, 1, 0, 1})};
+  Result<Plan> p = PlanDequantize(&c, t, kFiles);
+  REQUIRE(p.ok());
+  CHECK(p->groups[0].g_idx == std::vector<uint32_t>{2, 0, 1, 0, 1});
+  CHECK(p->items.size() == 1);  // g_idx dropped with the weight
+  t[3].values = {2, 0, 0, 0, 1};  // group 0 holds 3 columns, not 2
+  CHECK(PlanDequantize(&c, t, kFiles).status().record() == "m.weight_g_idx");
+  t[3].values = {-1, -1, -1, -1, -1};  // column order
+  p = PlanDequantize(&c, t, kFiles);
+  REQUIRE(p.ok());
+  CHECK(p->groups[0].g_idx.empty());
+}
+
+}  // namespace
+}  // namespace zerofold::quant
