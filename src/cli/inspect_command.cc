@@ -298,6 +298,25 @@ Status PrintHfOutlook(const std::string& path, const std::string& base, const mo
 
 }  // namespace
 
+// What convert --dequantize would write.
+void PrintQuantized(const inspect::Quantized& q) {
+  if (!q.refusal.ok()) {
+    std::printf("\nquantized: convert --dequantize would refuse: %s\n", q.refusal.ToString().c_str());
+    return;
+  }
+  std::string schemes;
+  for (const std::string& s : q.schemes) schemes += (schemes.empty() ? "" : ", ") + s;
+  std::printf("\nquantized: %s%s; convert --dequantize writes %zu weights in bf16 or fp32, keeps %zu tensors\n",
+              q.method.empty() ? "scheme by tensor names" : ("quant_method " + q.method).c_str(),
+              schemes.empty() ? "" : (" (" + schemes + ")").c_str(), q.groups.size(), q.kept);
+  for (const inspect::Quantized::Group& g : q.groups) {
+    std::string shape, inputs;
+    for (uint64_t d : g.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    for (const std::string& in : g.inputs) inputs += (inputs.empty() ? "" : " + ") + Shown(in);
+    std::printf("  %s [%s] %s <- %s\n", Shown(g.name).c_str(), shape.c_str(), g.scheme.c_str(), inputs.c_str());
+  }
+}
+
 int RunInspect(const std::vector<std::string>& argv) {
   Result<ParsedArgs> parsed = ParseArgs(argv, kInspectFlags);
   if (!parsed.ok()) return UsageError("inspect", parsed.status().message());
@@ -353,6 +372,7 @@ int RunInspect(const std::vector<std::string>& argv) {
           if (f.listing.ok()) show(PrintHuman, *f.listing);
           else fail(f.listing.status());
         }
+        if (p.quantized && !as_json) PrintQuantized(*p.quantized);
         if (p.folder && !as_json) PrintFolderTotal(*p.folder);
       });
   if (as_json) {

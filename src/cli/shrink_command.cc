@@ -134,6 +134,17 @@ constexpr const char* kConvertHelp =
     "--part I/N and --part finish divide the files of a folder OUT among the\n"
     "tasks of a job array, as for shrink (see shrink --help).\n"
     "\n"
+    "--dequantize [bf16|fp32] (bare: bf16) decodes a quantized checkpoint: a\n"
+    "Hugging Face folder (config.json's quantization_config says the scheme)\n"
+    "or one safetensors file (the tensor names must say it): DeepSeek FP8\n"
+    "blocks (weight_scale_inv), gpt-oss MXFP4 (_blocks, _scales), NVFP4\n"
+    "(ModelOpt, compressed-tensors), compressed-tensors pack-quantized INT1-8,\n"
+    "int-quantized INT8 and float-quantized FP8, DeepSeek-V4 FP4 experts (I8 +\n"
+    "E8M0 .scale). Each weight's group becomes one tensor, decoded\n"
+    "in float32 and rounded to nearest even; other tensors are kept bit for\n"
+    "bit; config.json loses quantization_config. Output is safetensors, or\n"
+    "torch with --to torch or a torch OUT name.\n"
+    "\n"
     "examples:\n"
     "  zerofold convert model.safetensors pytorch_model.bin\n"
     "  zerofold convert pytorch_model.bin model.safetensors --verify\n"
@@ -142,6 +153,7 @@ constexpr const char* kConvertHelp =
     "  zerofold convert --dtype bfloat16 model.safetensors m16.safetensors\n"
     "  zerofold convert --select module mp_rank_00_model_states.pt w.safetensors\n"
     "  zerofold convert --to safetensors --part 3/8 ckpt/ st/   # then --part finish\n"
+    "  zerofold convert --dequantize bf16 DeepSeek-V3/ DeepSeek-V3-bf16/\n"
     "\n"
     "flags:\n";
 
@@ -164,12 +176,14 @@ const std::vector<FlagSpec> kConvertFlags = WithProgressFlags(WithLimitFlags({
     {"select", true, "write only the subtree at KEYPATH (keys joined by '/', e.g. module)", "KEYPATH"},
     {"only", true, "write only tensors whose names match a glob (*, ?, [..]); comma-separated list; ties follow", "PATTERN"},
     {"dedupe-tied", false, "safetensors: write tied names once, record the others in __metadata__"},
+    {"dequantize", false, "decode quantized weights (FP8 block, MXFP4, NVFP4, INT1-8, FP8, DeepSeek-V4 FP4) to bf16 (default) or fp32", "DTYPE", true},
     PartFlagSpec(),
     {"help", false, "show this help"},
 }));
 
 std::vector<FlagSpec> ShrinkFlags() {
   std::vector<FlagSpec> flags = kConvertFlags;
+  std::erase_if(flags, [](const FlagSpec& f) { return f.name == "dequantize"; });
   flags.insert(flags.begin() + 1, kInPlaceFlag);
   return flags;
 }
@@ -230,10 +244,31 @@ void WriteReportJson(json::Writer& w, const rewrite::ShrinkReport& r) {
 }
 
 
+// `--dequantize DTYPE` as `--dequantize=DTYPE` when DTYPE names a dtype
+// (rewrite::ParseCastTarget): the parser takes a bare --dequantize as a
+// switch, so a value after a space would be a positional; IN is never
+// taken (a file named like a dtype: --dequantize=bf16 ./bf16).
+std::vector<std::string> JoinDequantizeValue(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--") {
+      out.insert(out.end(), argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
+      break;
+    }
+    if (argv[i] == "--dequantize" && i + 1 < argv.size() && rewrite::ParseCastTarget(argv[i + 1])) {
+      out.push_back(argv[i] + "=" + argv[i + 1]);
+      ++i;
+      continue;
+    }
+    out.push_back(argv[i]);
+  }
+  return out;
+}
+
 // shrink and convert: one parser, one request, one path (rewrite/request.h).
 int RunRewrite(const char* command, bool convert, const std::vector<std::string>& argv) {
   const std::vector<FlagSpec>& flags = convert ? kConvertFlags : kShrinkFlags;
-  Result<ParsedArgs> parsed = ParseArgs(argv, flags);
+  Result<ParsedArgs> parsed = ParseArgs(convert ? JoinDequantizeValue(argv) : argv, flags);
   if (!parsed.ok()) return UsageError(command, parsed.status().message());
   const ParsedArgs& args = *parsed;
   if (args.Has("help")) {
@@ -274,6 +309,13 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (auto name = args.Value("dtype")) {
     options.dtype = rewrite::ParseCastTarget(*name);
     if (!options.dtype) return UsageError(command, "--dtype takes " + std::string(rewrite::kCastTargetNames) + ", not '" + *name + "'");
+  }
+  if (args.Has("dequantize")) {
+    const std::string name = args.Value("dequantize").value_or("bf16");
+    const std::optional<torch::DType> d = rewrite::ParseCastTarget(name);
+    if (d == torch::DType::kBFloat16) request.dequantize = quant::Target::kBFloat16;
+    else if (d == torch::DType::kFloat32) request.dequantize = quant::Target::kFloat32;
+    else return UsageError(command, "--dequantize takes bf16 (bfloat16) or fp32 (float32), not '" + name + "'");
   }
   options.select = args.Value("select").value_or("");
   if (Status s = ApplyOnly(args, &options.only); !s.ok()) return UsageError(command, s.message());
@@ -341,7 +383,9 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
   if (!outcome.ok()) return CommandFailed(outcome.status(), as_json);
   if (outcome->converted) {
     PrintConvertReport(*outcome->converted, request.part, options.dry_run, quiet || as_json, to_stdout);
+    if (outcome->dequantized && !quiet && !as_json) PrintDequantizeSummary(*outcome->dequantized);
     if (as_json) std::printf("%s\n", ConvertReportJson(*outcome->converted, request.part, options.dry_run,
+                                                     outcome->dequantized ? &*outcome->dequantized : nullptr,
                                                      options.read_plan).c_str());
     return kExitOk;
   }

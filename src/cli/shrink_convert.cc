@@ -18,6 +18,14 @@ void WriteVerified(json::Writer& w, size_t tensors, uint64_t bytes) {
   w.Uint(bytes);
 }
 
+void PrintDequantizeSummary(const rewrite::DequantizeReport& r) {
+  std::string schemes;
+  for (quant::Scheme s : r.schemes) schemes += (schemes.empty() ? "" : ", ") + std::string(quant::SchemeName(s));
+  std::printf("dequantized %zu weights (%s) of %s; kept %zu tensors as they are\n", r.groups,
+              schemes.empty() ? "none" : schemes.c_str(),
+              r.method.empty() ? "a scheme named by its tensors" : ("quant_method " + r.method).c_str(), r.kept);
+}
+
 void PrintConvertReport(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout) {
   for (const auto& [path, message] : r.warnings) PrintWarning(path, message);
@@ -64,7 +72,7 @@ void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads) {
 }
 
 std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run,
-                              const io::ReadPlan* reads) {
+                              const rewrite::DequantizeReport* dequantized, const io::ReadPlan* reads) {
   json::Writer w = model::NewJsonWriter();
   w.BeginObject();
   w.Key("dry_run");
@@ -95,6 +103,22 @@ std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::Par
   model::WriteStringArray(w, "removed", r.removed);
   WritePartsJson(w, part, r.parts);
   if (r.verified_tensors > 0) WriteVerified(w, r.verified_tensors, r.verified_bytes);
+  if (dequantized != nullptr) {
+    w.Key("dequantize");
+    w.BeginObject();
+    w.Key("quant_method");
+    if (dequantized->method.empty()) w.Null();
+    else w.String(dequantized->method);
+    w.Key("schemes");
+    w.BeginArray();
+    for (quant::Scheme s : dequantized->schemes) w.String(quant::SchemeName(s));
+    w.EndArray();
+    w.Key("weights");
+    w.Uint(dequantized->groups);
+    w.Key("kept");
+    w.Uint(dequantized->kept);
+    w.EndObject();
+  }
   w.Key("warnings");
   w.BeginArray();
   for (const auto& [path, message] : r.warnings) w.String(path + ": " + message);

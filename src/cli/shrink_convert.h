@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rewrite/convert.h"
+#include "rewrite/dequantize.h"
 #include "io/read_plan.h"
 #include "json/writer.h"
 #include "output/parts.h"
@@ -19,6 +20,9 @@ namespace zerofold::cli {
 // output carries the data (to_stdout). With --part I/N: the lines of the
 // part's files (those found complete say so) and PartSummary's line;
 // finish: PartSummary's line and the index.
+// --dequantize: "dequantized N weights (schemes) of quant_method M; kept K tensors as they are".
+void PrintDequantizeSummary(const rewrite::DequantizeReport& r);
+
 void PrintConvertReport(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run, bool quiet,
                         bool to_stdout);
 
@@ -31,7 +35,10 @@ void WriteReadsJson(json::Writer& w, const io::ReadPlan& reads);
 
 // The --json document of a conversion; `reads` (a dry run's) when not null.
 // With --part, "parts" and "skipped" as merge has them (WritePartsJson).
+// `dequantized` when not null: "dequantize": {"quant_method" (null when the
+// names decided), "schemes", "weights", "kept"}.
 std::string ConvertReportJson(const rewrite::ConvertReport& r, const output::PartSpec& part, bool dry_run,
+                              const rewrite::DequantizeReport* dequantized,
                               const io::ReadPlan* reads);
 
 }  // namespace zerofold::cli

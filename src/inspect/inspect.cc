@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "model/hf_folder.h"
+#include "rewrite/dequantize.h"
 #include "rewrite/shrink.h"
 
 namespace zerofold::inspect {
@@ -38,6 +39,35 @@ std::vector<std::string> UnreadEntries(Env* env, const std::string& path, const 
   return out;
 }
 
+// --dequantize's plan of safetensors files, when they look quantized.
+std::optional<Quantized> QuantizedOf(Env* env, const std::string& path, const model::ModelFiles& files) {
+  for (const std::string& f : files.files)
+    if (!f.ends_with(".safetensors")) return std::nullopt;
+  std::optional<json::Value> config;
+  if (!files.folder.empty()) {
+    Result<std::optional<json::Value>> c = rewrite::FolderQuantizationConfig(env, path);
+    if (c.ok()) config = std::move(*c);
+  }
+  std::vector<quant::SourceTensor> tensors;
+  Result<quant::Plan> plan = rewrite::PlanFiles(env, files.files, config ? &*config : nullptr, &tensors);
+  Quantized q;
+  if (!plan.ok()) {
+    if (!config && !quant::LooksQuantized(tensors)) return std::nullopt;
+    q.refusal = plan.status();
+    return q;
+  }
+  if (!config && plan->groups.empty()) return std::nullopt;
+  q.method = plan->method;
+  for (quant::Scheme s : plan->schemes) q.schemes.push_back(quant::SchemeName(s));
+  for (const quant::Group& g : plan->groups) {
+    Quantized::Group out{g.name, quant::SchemeName(g.scheme), g.shape, {}};
+    for (uint32_t m : g.members) out.inputs.push_back(tensors[m].name);
+    q.groups.push_back(std::move(out));
+  }
+  q.kept = plan->items.size() - plan->groups.size();
+  return q;
+}
+
 // Kind 4: a file, or a Hugging Face folder's files and total.
 void InspectModelPath(Env* env, const std::string& path, const model::ListOptions& options, PathReport* out) {
   Result<model::ModelFiles> files = model::ResolveModelPath(env, path, options);
@@ -54,6 +84,7 @@ void InspectModelPath(Env* env, const std::string& path, const model::ListOption
     else listed = false;
     out->files.push_back({file, std::move(listing)});
   }
+  if (listed) out->quantized = QuantizedOf(env, path, *files);
   if (out->kind != Kind::kHfFolder) return;
   out->folder = rewrite::TotalOfFolder(env, path, files->files, listings, listed, options.torch);
   out->folder->unread = UnreadEntries(env, path, *files);

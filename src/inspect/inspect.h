@@ -53,6 +53,23 @@ struct FileReport {
   Result<model::Listing> listing = Status::Internal("not listed");
 };
 
+// What `convert --dequantize` would do with a quantized safetensors file or
+// folder (rewrite/dequantize.h PlanFiles): the scheme, each group's inputs
+// and the tensor it becomes; or why it would refuse.
+struct Quantized {
+  std::string method;                // quant_method; "" when the names decide
+  std::vector<std::string> schemes;  // quant::SchemeName of each found
+  struct Group {
+    std::string name;                // the tensor --dequantize writes
+    std::string scheme;
+    std::vector<uint64_t> shape;
+    std::vector<std::string> inputs; // the tensors it replaces, weight first
+  };
+  std::vector<Group> groups;
+  size_t kept = 0;                   // tensors written as they are
+  Status refusal;                    // not OK: --dequantize would refuse (groups empty)
+};
+
 // One PATH. Exactly one of: `error` not OK (the PATH failed as a whole,
 // while reading it as `kind`; nothing else is set), or the member of its
 // kind: `files` (kFile: one; kHfFolder: each checkpoint file, in the
@@ -64,6 +81,9 @@ struct PathReport {
   Status error;
   std::vector<FileReport> files;
   std::optional<model::FolderTotal> folder;
+  // A kFile or kHfFolder of safetensors with quantization_config in its
+  // config.json or quantized weights by their names: --dequantize's plan.
+  std::optional<Quantized> quantized;
   std::optional<dcp::Listing> dcp;
   std::optional<megatron::Inspection> megatron;
   std::optional<zero::ZeroInspection> deepspeed;

@@ -57,6 +57,51 @@ void WriteZeroJson(json::Writer& w, const zero::ZeroInspection& z) {
 
 }  // namespace
 
+// {"path", "format": "quantized", "quantized": {"quant_method", "schemes",
+// "groups": [{"name", "scheme", "shape", "inputs"}], "kept", "refusal"}}.
+void WriteQuantizedJson(json::Writer& w, const std::string& path, const Quantized& q) {
+  w.BeginObject();
+  w.Key("path");
+  w.String(path);
+  w.Key("format");
+  w.String("quantized");
+  w.Key("quantized");
+  w.BeginObject();
+  w.Key("quant_method");
+  if (q.method.empty()) w.Null();
+  else w.String(q.method);
+  w.Key("schemes");
+  w.BeginArray();
+  for (const std::string& s : q.schemes) w.String(s);
+  w.EndArray();
+  w.Key("groups");
+  w.BeginArray();
+  for (const Quantized::Group& g : q.groups) {
+    w.BeginObject();
+    w.Key("name");
+    w.String(g.name);
+    w.Key("scheme");
+    w.String(g.scheme);
+    w.Key("shape");
+    w.BeginArray();
+    for (uint64_t d : g.shape) w.Uint(d);
+    w.EndArray();
+    w.Key("inputs");
+    w.BeginArray();
+    for (const std::string& i : g.inputs) w.String(i);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("kept");
+  w.Uint(q.kept);
+  w.Key("refusal");
+  if (q.refusal.ok()) w.Null();
+  else w.String(q.refusal.ToString());
+  w.EndObject();
+  w.EndObject();
+}
+
 Result<std::string> ReportJson(const Report& report) {
   model::JsonFiles doc;
   for (const PathReport& p : report.paths) {
@@ -75,6 +120,7 @@ Result<std::string> ReportJson(const Report& report) {
       if (f.listing.ok()) doc.Add(*f.listing);
       else doc.AddError(f.path, f.listing.status());
     }
+    if (p.quantized) doc.AddWith([&p](json::Writer& w) { WriteQuantizedJson(w, p.path, *p.quantized); });
     if (p.folder) doc.AddFolder(*p.folder);
   }
   return doc.Finish();

@@ -26,4 +26,18 @@ Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions&
   return in;
 }
 
+Status WriteConvertFiles(Env* env, output::FileSet& set, const ConvertOptions& options, ConvertReport& report) {
+  output::FileSetOptions writing = output::FileSetOptionsOf(options);
+  writing.part = options.part;
+  writing.force = options.force;
+  writing.zstd = options.zstd;
+  writing.progress = options.progress;
+  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
+  if (options.part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
+  report.copied = std::move(written.copied);
+  report.removed = std::move(written.removed);
+  if (set.folder && options.part.kind != output::PartSpec::Kind::kPart) report.index = set.tail.index;
+  return Status::OK();
+}
+
 }  // namespace zerofold::rewrite

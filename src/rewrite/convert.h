@@ -123,6 +123,12 @@ struct Input {
 Result<Input> ReadInput(Env* env, const std::string& path, const ConvertOptions& options, bool one_of_many = false,
                         model::TorchlessTensors torchless = model::TorchlessTensors::kRefuse);
 
+// Writes `set` through output::WriteFileSet with the options' protocol
+// settings (part, force, zstd, progress, dry run, verify, buffer, read
+// plan), then records in `report` the parts (with --part), the copies, the
+// removals and the index (a folder's, unless a --part I/N ran).
+Status WriteConvertFiles(Env* env, output::FileSet& set, const ConvertOptions& options, ConvertReport& report);
+
 }  // namespace zerofold::rewrite
 
 #endif  // ZEROFOLD_REWRITE_CONVERT_H_

@@ -23,6 +23,10 @@ Result<output::Target> ResolveRequestTarget(Env* env, const ShrinkRequest& r, co
   t.input_is_folder = env->IsDirectory(r.in);
   t.to = r.to;
   if (!r.convert) t.default_format = output::ShardFormat::kTorch;
+  if (r.dequantize) {
+    t.default_format = output::ShardFormat::kSafetensors;
+    t.streams = false;
+  }
   t.shards = r.max_shard_bytes.has_value();
   t.part = r.part.kind != output::PartSpec::Kind::kAll;
   t.to_word = w.to;
@@ -45,7 +49,34 @@ Result<bool> IsSafetensorsInput(Env* env, const std::string& in) {
   return format == model::FileFormat::kSafetensors;
 }
 
+namespace {
+
+// --dequantize's refusals (the request's flags that do not apply to it).
+Status CheckDequantizeRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
+  const ShrinkOptions& o = r.options;
+  const char* flag = "--dequantize";
+  if (o.verify && o.dry_run) return Refuse(Str(w.verify) + " reads the output back; " + w.dry_run + " writes none");
+  if (r.in_place) return Refuse(Str(flag) + " writes new files; give IN and OUT");
+  if (io::IsStreamName(r.in) || r.in.ends_with(".zst"))
+    return Refuse(Str(flag) + " reads a safetensors file or folder at random, not a stream ('" + r.in + "')");
+  if (o.dtype) return Refuse(Str(flag) + " chooses the dtype of the weights it decodes; " + w.dtype + " does not apply");
+  if (!o.select.empty() || !o.only.empty())
+    return Refuse(Str(flag) + " writes every tensor; " + w.select + " and " + w.only + " do not apply");
+  if (r.dedupe_tied) return Refuse(Str(flag) + " writes every name once already; " + w.dedupe_tied + " does not apply");
+  if (!env->FileExists(r.in)) return Status::NotFound("no such file or folder").WithPath(r.in);
+  Result<bool> same = SameFile(env, r.in, r.out);
+  if (!same.ok()) return same.status();
+  if (r.out == r.in || *same) return Refuse("OUT is IN; convert writes a new file, leaving IN as it is");
+  ZF_ASSIGN_OR_RETURN(output::Target target, ResolveRequestTarget(env, r, w));
+  if (target.kind == output::TargetKind::kFile && !o.dry_run)
+    ZF_TRY(output::CheckTargets(env, {r.in}, {{r.out}, {}}, r.force));
+  return Status::OK();
+}
+
+}  // namespace
+
 Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& w) {
+  if (r.dequantize) return CheckDequantizeRequest(env, r, w);
   const ShrinkOptions& o = r.options;
   const bool stream_in = io::IsStreamName(r.in);
   const bool shards = r.max_shard_bytes.has_value();
@@ -108,6 +139,33 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& r, const RequestWords& 
   return Status::OK();
 }
 
+namespace {
+
+// The conversion's options from a request's.
+ConvertOptions ConvertOptionsOf(const ShrinkRequest& r, const ShrinkOptions& o, bool folder) {
+  ConvertOptions convert;
+  convert.convert = r.convert;
+  convert.read = o.read;
+  convert.dtype = o.dtype;
+  convert.select = o.select;
+  convert.only = o.only;
+  convert.folder = folder;
+  convert.max_shard_bytes = r.max_shard_bytes.value_or(output::kDefaultMaxShardBytes);
+  convert.dedupe_tied = r.dedupe_tied;
+  convert.keep_unsafe = o.keep_unsafe;
+  convert.dry_run = o.dry_run;
+  convert.verify = o.verify;
+  convert.zstd = o.zstd;
+  convert.buffer_bytes = o.buffer_bytes;
+  convert.progress = o.progress;
+  convert.read_plan = o.read_plan;
+  convert.part = r.part;
+  convert.force = r.force;
+  return convert;
+}
+
+}  // namespace
+
 Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   ShrinkOptions o = r.options;
   o.convert = r.convert;
@@ -116,25 +174,15 @@ Result<ShrinkOutcome> RunShrink(Env* env, const ShrinkRequest& r) {
   const bool folder = target.kind == output::TargetKind::kFolder;
   const bool to_safetensors = target.format == output::ShardFormat::kSafetensors;
   ShrinkOutcome outcome;
+  if (r.dequantize) {
+    ZF_ASSIGN_OR_RETURN(DequantizeReport report,
+                        Dequantize(env, r.in, r.out, ConvertOptionsOf(r, o, folder), *r.dequantize, target.format));
+    outcome.converted = report.convert;
+    outcome.dequantized = std::move(report);
+    return outcome;
+  }
   if (to_safetensors || (!in_folder && folder)) {
-    ConvertOptions convert;
-    convert.convert = r.convert;
-    convert.read = o.read;
-    convert.dtype = o.dtype;
-    convert.select = o.select;
-    convert.only = o.only;
-    convert.folder = folder;
-    convert.max_shard_bytes = r.max_shard_bytes.value_or(output::kDefaultMaxShardBytes);
-    convert.dedupe_tied = r.dedupe_tied;
-    convert.keep_unsafe = o.keep_unsafe;
-    convert.dry_run = o.dry_run;
-    convert.verify = o.verify;
-    convert.zstd = o.zstd;
-    convert.buffer_bytes = o.buffer_bytes;
-    convert.progress = o.progress;
-    convert.read_plan = o.read_plan;
-    convert.part = r.part;
-    convert.force = r.force;
+    ConvertOptions convert = ConvertOptionsOf(r, o, folder);
     ZF_ASSIGN_OR_RETURN(ConvertReport report, to_safetensors ? ConvertToSafetensors(env, r.in, r.out, convert)
                                                                : ShardTorchFile(env, r.in, r.out, convert));
     outcome.converted = std::move(report);

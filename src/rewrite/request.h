@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rewrite/convert.h"
+#include "rewrite/dequantize.h"
 #include "output/parts.h"
 #include "output/target.h"
 #include "rewrite/shrink.h"
@@ -39,6 +40,10 @@ struct ShrinkRequest {
   // IN converted by ConvertToSafetensors; not with in_place.
   output::PartSpec part;
   ShrinkOptions options;     // verify, dry_run, dtype, select, progress, ...
+  // convert --dequantize: decode IN's quantized weights into this dtype
+  // (rewrite/dequantize.h); no streams, no in place, --dtype, --select,
+  // --only or --dedupe-tied.
+  std::optional<quant::Target> dequantize;
 };
 
 // How a front end names the request's options in refusals.
@@ -88,6 +93,8 @@ Status CheckShrinkRequest(Env* env, const ShrinkRequest& request, const RequestW
 struct ShrinkOutcome {
   std::vector<ShrinkReport> files;
   std::optional<ConvertReport> converted;
+  // --dequantize: what it found (its files are in `converted`).
+  std::optional<DequantizeReport> dequantized;
   // A folder's (ShrinkFolder's; a conversion's are in `converted`): the
   // index written ("" when none), and with --part every output file, its
   // part and what this run wrote.

@@ -365,16 +365,7 @@ Result<ConvertReport> ConvertToSafetensors(Env* env, const std::string& input, c
       gather::AddViewReads(in.ckpt.storages[t.storage], t, in.path, &f.reads);
     }
   }
-  output::FileSetOptions writing = output::FileSetOptionsOf(options);
-  writing.part = options.part;
-  writing.force = options.force;
-  writing.zstd = options.zstd;
-  writing.progress = options.progress;
-  ZF_ASSIGN_OR_RETURN(output::FileSetReport written, output::WriteFileSet(env, set, writing));
-  if (options.part.kind != output::PartSpec::Kind::kAll) report.parts = std::move(written.parts);
-  report.copied = std::move(written.copied);
-  report.removed = std::move(written.removed);
-  if (folder && options.part.kind != output::PartSpec::Kind::kPart) report.index = set.tail.index;
+  ZF_TRY(WriteConvertFiles(env, set, options, report));
   return report;
 }
 
