@@ -11,6 +11,8 @@ written from the format's specification; torch.load for the torch file).
 
 import json
 import os
+import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -34,9 +36,9 @@ DTYPES = ("bf16", "fp32")
 NOT_COPIED = {"model.safetensors.index.json", "config.json", "hf_quant_config.json"}
 
 
-def run(*args):
+def run(*args, ok=True):
     p = subprocess.run([ZEROFOLD, "convert", *args], capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
+    if ok and p.returncode != 0:
         raise AssertionError(f"zerofold convert {' '.join(args)}: exit {p.returncode}\n{p.stderr}")
     return p
 
@@ -137,6 +139,110 @@ for _case in CASES:
     for _dtype in DTYPES:
         setattr(Dequantize, f"test_{_case}_{_dtype}_folder", _folder_test(_case, _dtype))
         setattr(Dequantize, f"test_{_case}_{_dtype}_torch", _torch_test(_case, _dtype))
+
+
+# ---------------------------------------------------------------------------------------
+# Refusals: a copy of a case's in/ with one tensor changed (written back with the oracle's
+# reader and the format's layout) must be refused with the tensor named, and nothing written.
+
+def write_st(path, metadata, tensors):
+    """tensors: name -> (code, shape, bytes), in order (huggingface/safetensors "Format")."""
+    header, offset = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (code, shape, data) in tensors.items():
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(d for _, _, d in tensors.values()))
+
+
+def mutated_copy(case, tmp, name, change):
+    """in/ of case copied to tmp/in with change((code, shape, bytes)) -> record or None
+    (None: the tensor is removed from its shard and the index)."""
+    src, dst = os.path.join(QUANT, case, "in"), os.path.join(tmp, "in")
+    shutil.copytree(src, dst)
+    with open(os.path.join(dst, "model.safetensors.index.json")) as f:
+        index = json.load(f)
+    shard = os.path.join(dst, index["weight_map"][name])
+    st = oracle.read_safetensors(shard, writer_layout=False)
+    tensors = dict(st.tensors)
+    rec = change(tensors[name])
+    if rec is None:
+        del tensors[name]
+        del index["weight_map"][name]
+        with open(os.path.join(dst, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f)
+    else:
+        tensors[name] = rec
+    write_st(shard, st.metadata, tensors)
+    return dst
+
+
+def drop_rows(n):
+    """The record with its first dimension n smaller (data cut to match)."""
+    def change(rec):
+        code, shape, data = rec
+        row = len(data) // shape[0]
+        return code, [shape[0] - n] + list(shape[1:]), data[:row * (shape[0] - n)]
+    return change
+
+
+def drop_last_column(rec):
+    code, shape, data = rec
+    rows, cols = shape[0], shape[1]
+    size = len(data) // (rows * cols)
+    out = b"".join(data[(r * cols) * size:(r * cols + cols - 1) * size] for r in range(rows))
+    return code, [rows, cols - 1], out
+
+
+def set_i64(values):
+    return lambda rec: (rec[0], rec[1], struct.pack("<%dq" % len(values), *values))
+
+
+REFUSALS = {  # test name -> (case, tensor changed, change, what stderr must name)
+    "deepseek_scale_inv_short": ("deepseek_fp8_block", "model.layers.0.self_attn.q_a_proj.weight_scale_inv",
+                                 drop_rows(1), "model.layers.0.self_attn.q_a_proj"),
+    "deepseek_scale_inv_missing": ("deepseek_fp8_block", "model.layers.0.self_attn.q_a_proj.weight_scale_inv",
+                                   lambda rec: None, "model.layers.0.self_attn.q_a_proj"),
+    "ct_int4_weight_shape": ("ct_int4_pack", "model.layers.0.self_attn.k_proj.weight_shape",
+                             set_i64([33, 72]), "model.layers.0.self_attn.k_proj"),
+    "ct_int4_group_scales": ("ct_int4_pack", "model.layers.0.self_attn.q_proj.weight_scale",
+                             drop_last_column, "model.layers.0.self_attn.q_proj"),
+    "ct_int4_zero_points": ("ct_int4_asym", "model.layers.0.self_attn.k_proj.weight_zero_point",
+                            drop_rows(1), "model.layers.0.self_attn.k_proj"),
+    "ct_nvfp4_scales": ("ct_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale",
+                        drop_last_column, "model.layers.0.self_attn.q_proj"),
+    "ct_nvfp4_global_missing": ("ct_nvfp4", "model.layers.0.self_attn.q_proj.weight_global_scale",
+                                lambda rec: None, "model.layers.0.self_attn.q_proj"),
+    "modelopt_scale_2_missing": ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale_2",
+                                 lambda rec: None, "model.layers.0.self_attn.q_proj"),
+    "gpt_oss_scales": ("gpt_oss_mxfp4", "model.layers.0.mlp.experts.gate_up_proj_scales",
+                       drop_rows(1), "model.layers.0.mlp.experts.gate_up_proj"),
+}
+
+
+class Refusals(unittest.TestCase):
+    pass
+
+
+def _refusal_test(case, name, change, named):
+    def test(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = mutated_copy(case, tmp, name, change)
+            out = os.path.join(tmp, "out")
+            p = run("--dequantize", "bf16", src, out, ok=False)
+            self.assertNotEqual(p.returncode, 0, f"{case}: {name} changed, yet exit 0")
+            self.assertIn(named, p.stderr, f"{case}: the error does not name {named}")
+            self.assertLessEqual(len(p.stderr.strip().splitlines()), 2, p.stderr)
+            self.assertFalse(os.path.exists(out), f"{case}: partial output left at {out}")
+    return test
+
+
+for _name, (_case, _tensor, _change, _named) in REFUSALS.items():
+    setattr(Refusals, f"test_{_name}", _refusal_test(_case, _tensor, _change, _named))
 
 
 class Fixtures(unittest.TestCase):
