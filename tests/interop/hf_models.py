@@ -174,14 +174,30 @@ def _rms_norm(x, w, eps):
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
 
+def _llama3_inv_freq(inv_freq, rs):
+    """transformers' modeling_rope_utils._compute_llama3_parameters: wavelengths longer than
+    original_max_position_embeddings / low_freq_factor are divided by factor, those shorter
+    than original / high_freq_factor kept, those between interpolated smoothly."""
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > old / low, inv_freq / factor, inv_freq)
+    smooth = (old / wavelen - low) / (high - low)
+    between = (wavelen <= old / low) & (wavelen >= old / high)
+    return torch.where(between, (1 - smooth) * scaled / factor + smooth * scaled, scaled)
+
+
 def _rope(c, seq):
-    if c.get("rope_scaling"):
-        raise NotImplementedError(f"rope_scaling {c['rope_scaling']!r}: only the default RoPE is ported")
+    rs = c.get("rope_scaling")
+    if rs and rs.get("rope_type", rs.get("type")) != "llama3":
+        raise NotImplementedError(f"rope_scaling {rs!r}: only the default and llama3 RoPE are ported")
     if c["model_type"] == "deepseek_v3":
         d = c["qk_rope_head_dim"]
     else:
         d = int(_head_dim(c) * c.get("partial_rotary_factor", 1.0))
     inv_freq = 1.0 / (c.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    if rs:
+        inv_freq = _llama3_inv_freq(inv_freq, rs)
     freqs = torch.arange(seq).float()[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
