@@ -37,8 +37,8 @@ NEEDED_FREE = 10 * 10**9
 
 sys.path.insert(0, HERE)
 from dcp_bench import safetensors_digests  # noqa: E402
-from merge_bench import machine, run_measured, summary_table  # noqa: E402
-from parts_bench import drop_caches, loadavg  # noqa: E402
+from merge_bench import machine, publish, run_measured, summary_table  # noqa: E402
+from parts_bench import cache_text, drop_caches, loadavg  # noqa: E402
 
 
 def folder_digests(folder):
@@ -145,10 +145,7 @@ def main():
             sys.exit(f"peer and zerofold outputs differ: {diff[:5]} ({len(diff)} names)")
         print(f"peer output equals zerofold's: {len(ours)} tensors")
 
-        cache = ("the page cache dropped before every run (cold reads)" if all(dropped)
-                 else "inputs in the page cache (--warm)" if args.warm
-                 else "inputs in the page cache (dropping it was not permitted)" if not any(dropped)
-                 else "the page cache dropped before some runs only")
+        cache = cache_text(dropped, args.warm)
         lines = [
             f"## convert --dequantize bf16: synthetic DeepSeek FP8 block-quantized folder "
             f"({datetime.date.today().isoformat()})",
@@ -164,11 +161,7 @@ def main():
                                     ("floor", "floor: cat output + sync"),
                                     ("peer", "peer: fp8_cast_bf16.py flow, plain torch on CPU")),
                           "<= 1.5x", "<= 64 MiB")
-        text = "\n".join(lines)
-        print(text)
-        if not args.no_results:
-            with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-                f.write("\n" + text)
+        publish(lines, args.no_results)
     finally:
         if not args.keep:
             shutil.rmtree(src, ignore_errors=True)

@@ -42,8 +42,8 @@ NEEDED_FREE = 8 * 10**9  # 1.55 GB of input, 4 outputs of 1.55 GB, margin
 
 sys.path.insert(0, HERE)
 from dcp_bench import safetensors_digests  # noqa: E402
-from merge_bench import machine, run_measured, summary_table  # noqa: E402
-from parts_bench import drop_caches, loadavg  # noqa: E402
+from merge_bench import machine, publish, run_measured, summary_table  # noqa: E402
+from parts_bench import cache_text, drop_caches, loadavg  # noqa: E402
 
 # bench/megatron_gen.py's defaults
 LAYERS, HIDDEN, FFN, HEADS, GROUPS, VOCAB = 12, 2048, 5632, 16, 4, 32000
@@ -168,10 +168,7 @@ def main():
             sys.exit(f"peer and zerofold outputs differ: {diff[:5]} ({len(diff)} names)")
         print(f"peer output equals zerofold's: {len(ours)} tensors")
 
-        cache = ("the page cache dropped before every run (cold reads)" if all(dropped)
-                 else "inputs in the page cache (--warm)" if args.warm
-                 else "inputs in the page cache (dropping it was not permitted)" if not any(dropped)
-                 else "the page cache dropped before some runs only")
+        cache = cache_text(dropped, args.warm)
         lines = [
             f"## merge --hf: synthetic Megatron-Core torch_dist checkpoint (TP2 x PP2) to a Hugging Face Llama "
             f"folder ({datetime.date.today().isoformat()})",
@@ -187,11 +184,7 @@ def main():
                                     ("floor", "floor: cat output + sync"),
                                     ("peer", "peer: full-size DCP load + mapping in torch + save")),
                           "<= 1.2x", "<= 64 MiB")
-        text = "\n".join(lines)
-        print(text)
-        if not args.no_results:
-            with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-                f.write("\n" + text)
+        publish(lines, args.no_results)
     finally:
         if not args.keep:
             if not args.ckpt:
