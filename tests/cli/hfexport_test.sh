@@ -117,6 +117,19 @@ expect_rc "FSDP DCP: the one-to-one table" 0 ""
 expect_true "the hf table is named" "grep -q 'hf table builtin:tables/hf/hf_identity.json (hf names)' '$OUT'"
 expect_equal "FSDP DCP export in BASE's bfloat16" "$T/aout" "$T/abase"
 
+# verl's per-rank DTensor files (FSDP2, 2 ranks: uneven and empty shards, bf16 and fp32 params,
+# int64 and fp32 buffers): names one to one, BASE's copy files (not huggingface/'s) in OUT.
+$HB same "$F/ranks/fsdp2_w2" "$T/rbase"
+run_z merge "$F/ranks/fsdp2_w2" "$T/rout" --hf "$T/rbase"
+expect_rc "per-rank DTensor files: the one-to-one table" 0 ""
+expect_true "the hf table is named for rank files" "grep -q 'hf table builtin:tables/hf/hf_identity.json (hf names)' '$OUT'"
+expect_equal "per-rank DTensor export" "$T/rout" "$T/rbase"
+expect_true "BASE's config.json copied, not huggingface/'s" "cmp -s '$T/rbase/config.json' '$T/rout/config.json'"
+$HB same "$F/ranks/fsdp2_w2" "$T/rbase_short" --drop a.norm.weight
+run_z merge "$F/ranks/fsdp2_w2" "$T/rout2" --hf "$T/rbase_short"
+expect_rc "per-rank DTensor files against a BASE that lacks a name" 1 ""
+expect_true "nothing written for the refused rank export" "test ! -e '$T/rout2'"
+
 # --- refusals: exit non-zero, nothing written ---
 $HB megatron "$G" "$T/b_missing" --vocab 100 --drop model.norm.weight --extra model.extra.weight \
   --reshape model.layers.0.mlp.up_proj.weight
