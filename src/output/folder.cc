@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "model/hf_folder.h"
 
@@ -51,11 +52,23 @@ Result<std::vector<std::string>> ModelFileNames(Env* env, const std::string& inp
       "special_tokens_map.json", "added_tokens.json",     "vocab.json",      "vocab.txt",
       "merges.txt",            "tokenizer.model",         "spiece.model",    "sentencepiece.bpe.model",
       "chat_template.jinja",   "chat_template.json",      "preprocessor_config.json", "processor_config.json"};
+  // The modules of a model with custom code (config.json's auto_map,
+  // loaded with trust_remote_code: DeepSeek-V3, Kimi-K2), and tiktoken
+  // vocabularies (Kimi's tiktoken.model, Qwen's qwen.tiktoken).
+  static const std::string_view kCodePrefixes[] = {"configuration_", "modeling_", "tokenization_",
+                                                   "processing_", "image_processing_", "feature_extraction_"};
+  auto custom = [](std::string_view name) {
+    if (name.ends_with(".tiktoken") || name == "tiktoken.model") return true;
+    if (!name.ends_with(".py")) return false;
+    for (std::string_view prefix : kCodePrefixes)
+      if (name.starts_with(prefix)) return true;
+    return false;
+  };
   std::vector<std::string> names;
   if (!env->IsDirectory(input)) return names;
   ZF_ASSIGN_OR_RETURN(std::vector<std::string> all, OtherFileNames(env, input, {}));
   for (const std::string& name : all)
-    if (kModelFiles.count(name)) names.push_back(name);
+    if (kModelFiles.count(name) || custom(name)) names.push_back(name);
   return names;
 }
 

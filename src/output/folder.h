@@ -47,7 +47,10 @@ Result<std::vector<std::string>> OtherFileNames(Env* env, const std::string& inp
 // added_tokens.json, vocab.json, vocab.txt, merges.txt, tokenizer.model,
 // spiece.model, sentencepiece.bpe.model, chat_template.jinja,
 // chat_template.json) and the processor's (preprocessor_config.json,
-// processor_config.json). Not the training state (trainer_state.json,
+// processor_config.json), a custom-code model's modules (configuration_*.py,
+// modeling_*.py, tokenization_*.py, processing_*.py, image_processing_*.py,
+// feature_extraction_*.py) and tiktoken vocabularies (tiktoken.model,
+// *.tiktoken). Not the training state (trainer_state.json,
 // training_args.bin, optimizer, scheduler, rng states). Empty when `input`
 // is no folder.
 Result<std::vector<std::string>> ModelFileNames(Env* env, const std::string& input);

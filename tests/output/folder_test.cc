@@ -70,5 +70,16 @@ TEST_CASE("ModelFileNames: what from_pretrained reads beside the weights, not th
   CHECK(ModelFileNames(&env, "ck/config.json").value().empty());
 }
 
+TEST_CASE("ModelFileNames: a custom-code model's modules and tiktoken vocabularies, not other scripts") {
+  io::MemEnv env;
+  for (const char* f : {"k/config.json", "k/configuration_deepseek.py", "k/modeling_deepseek.py",
+                        "k/tokenization_kimi.py", "k/tiktoken.model", "k/qwen.tiktoken", "k/train.py",
+                        "k/convert_to_hf.py", "k/modeling_notes.txt"})
+    env.SetFile(f, "x");
+  CHECK_EQ(ModelFileNames(&env, "k").value(),
+           std::vector<std::string>{"config.json", "configuration_deepseek.py", "modeling_deepseek.py", "qwen.tiktoken",
+                                    "tiktoken.model", "tokenization_kimi.py"});
+}
+
 }  // namespace
 }  // namespace zerofold::output
