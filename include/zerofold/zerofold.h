@@ -306,6 +306,13 @@ ZF_EXPORT void zf_shrink_options_set_to_safetensors(zf_shrink_options* options, 
  * NULL or "" keeps every dtype (the default).
  * ZF_E_INVALID_ARGUMENT for any other name, and the option is unchanged. */
 ZF_EXPORT zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name, zf_error* err) ZF_NOEXCEPT;
+/* zf_convert only (--dequantize): decode a quantized checkpoint's weights
+ * (DeepSeek FP8 block, MXFP4, NVFP4, compressed-tensors INT1-8 and FP8,
+ * DeepSeek-V4 FP4; README "convert --dequantize") into "bfloat16" ("bf16")
+ * or "float32" ("fp32"), dropping their scales; NULL or "" turns it off
+ * (the default). ZF_E_INVALID_ARGUMENT for any other name, and the option
+ * is unchanged; zf_shrink refuses the option. */
+ZF_EXPORT zf_code zf_shrink_options_set_dequantize(zf_shrink_options* options, const char* dtype, zf_error* err) ZF_NOEXCEPT;
 /* Write only the subtree at this key path, keys joined by '/' (--select,
  * e.g. "module"); NULL or "" writes everything (the default). A file IN
  * only. ZF_E_NOMEM when the copy fails. */

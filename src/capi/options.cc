@@ -138,6 +138,24 @@ zf_code zf_shrink_options_set_dtype(zf_shrink_options* options, const char* name
   });
 }
 
+zf_code zf_shrink_options_set_dequantize(zf_shrink_options* options, const char* dtype, zf_error* err) noexcept {
+  return Guard(err, [&]() -> Status {
+    if (options == nullptr) return zerofold::capi::NullOptions();
+    Result<std::optional<zerofold::torch::DType>> d = zerofold::capi::ParseDType(dtype, "dequantize");
+    if (!d.ok()) return d.status();
+    if (!*d) {
+      options->dequantize.reset();
+    } else if (**d == zerofold::torch::DType::kBFloat16) {
+      options->dequantize = zerofold::quant::Target::kBFloat16;
+    } else if (**d == zerofold::torch::DType::kFloat32) {
+      options->dequantize = zerofold::quant::Target::kFloat32;
+    } else {
+      return Status::InvalidArgument("dequantize takes bfloat16 (bf16) or float32 (fp32), not '" + std::string(dtype) + "'");
+    }
+    return Status::OK();
+  });
+}
+
 zf_code zf_shrink_options_set_select(zf_shrink_options* options, const char* keypath, zf_error* err) noexcept {
   return Guard(err, [&]() -> Status {
     if (options == nullptr) return zerofold::capi::NullOptions();

@@ -11,6 +11,7 @@
 #include "io/read_plan.h"
 #include "merge/merge.h"
 #include "output/parts.h"
+#include "quant/elements.h"
 #include "rewrite/shrink.h"
 #include "scan/scan.h"
 #include "zerofold/zerofold.h"
@@ -28,6 +29,8 @@ struct zf_shrink_options {
   // Set: shards into a folder OUT of at most this many bytes each.
   std::optional<uint64_t> max_shard_bytes;
   zerofold::output::PartSpec part;  // kAll unless set
+  // Set: zf_convert decodes quantized weights into this dtype (--dequantize).
+  std::optional<zerofold::quant::Target> dequantize;
   zf_progress_fn progress = nullptr;
   void* progress_user = nullptr;
   zf_read_fn reads = nullptr;  // the read plan's receiver

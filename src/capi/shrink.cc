@@ -57,6 +57,10 @@ Status Shrink(bool convert, const std::string& in, const std::string& out, const
   request.max_shard_bytes = o.max_shard_bytes;
   request.part = o.part;
   request.options = o.shrink;
+  if (o.dequantize) {
+    if (!convert) return Status::InvalidArgument("dequantize is an option of zf_convert; zf_shrink keeps every dtype");
+    request.dequantize = o.dequantize;
+  }
   CallEnv call(o.env, out);
   if (call.callback_outputs() || call.callback_inputs()) {
     if (o.in_place) return Status::InvalidArgument("in_place replaces files of the operating system; with callbacks, write OUT");

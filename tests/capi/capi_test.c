@@ -641,6 +641,31 @@ static void test_merge_hf(void) {
   zf_merge_options_destroy(o);
 }
 
+/* zf_convert with dequantize: the CLI's folder (--dequantize), byte for byte;
+ * the option's refusals. */
+static void test_convert_dequantize(void) {
+  PATH(in, "%s/quant/deepseek_fp8_block/in", fixtures);
+  PATH(want, "%s/dq_cli", tmp);
+  PATH(got, "%s/dq_capi", tmp);
+  CHECK_EQ_U64(run_cli(fmt("convert --quiet --dequantize fp32 '%s' '%s'", in, want)), 0);
+  zf_shrink_options* o = zf_shrink_options_create();
+  CHECK_CODE(zf_shrink_options_set_dequantize(o, "float16", NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK_CODE(zf_shrink_options_set_dequantize(o, "fp32", NULL), ZF_OK);
+  zf_shrink_report r;
+  CHECK_CODE(zf_convert(in, got, o, &r, NULL), ZF_OK);
+  CHECK_SAME_FOLDER(got, want);
+  CHECK(r.tensors > 0);
+  /* zf_shrink keeps every dtype: the option is refused, nothing written. */
+  CHECK_CODE(zf_shrink(in, fmt("%s/dq_shrink", tmp), o, NULL, NULL), ZF_E_INVALID_ARGUMENT);
+  CHECK(!exists(fmt("%s/dq_shrink", tmp)));
+  /* Off again: a quantized folder converts as it is (F8_E4M3 kept). */
+  CHECK_CODE(zf_shrink_options_set_dequantize(o, NULL, NULL), ZF_OK);
+  zf_shrink_options_set_to_safetensors(o, 1);
+  CHECK_CODE(zf_convert(in, fmt("%s/dq_off", tmp), o, NULL, NULL), ZF_OK);
+  CHECK_EQ_U64(run_cli(fmt("diff --quiet '%s' '%s/dq_off'", in, tmp)), 0);
+  zf_shrink_options_destroy(o);
+}
+
 /* A Distributed Checkpoint folder: the same bytes as the CLI's, --select. */
 static void test_merge_dcp(void) {
   PATH(ckpt, "%s/dcp/accelerate_ws4/ckpt", fixtures);
@@ -1005,6 +1030,7 @@ int main(int argc, char** argv) {
   test_merge();
   test_merge_dcp();
   test_merge_hf();
+  test_convert_dequantize();
   test_parts();
   test_inspect();
   test_verify();
