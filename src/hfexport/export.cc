@@ -80,9 +80,21 @@ Result<HfExport> ExportHf(Env* env, gather::GatherPlan trainer, SourceKind kind,
     return Status::Unsupported(std::to_string(m.unmapped.size()) + " trainer tensors no rule of " + table->path +
                                    " maps: " + FewNames(m.unmapped) + " (--drop-unmapped leaves them out)")
         .WithPath(base.folder);
-  // Ties: BASE names no rule exported, written as copies of their owners.
+  // Ties: the trainer's own where BASE stores the name (a tied head BASE
+  // leaves out, as tied Hugging Face checkpoints do, is dropped), then BASE
+  // names no rule exported, written as copies of their owners.
   std::set<std::string> exported;
   for (const gather::GatherTensor& t : m.plan.tensors) exported.insert(t.name);
+  std::set<std::string> in_base;
+  for (const BaseTensor& b : base.tensors) in_base.insert(b.name);
+  for (gather::Tie& tie : m.trainer_ties) {
+    if (!in_base.count(tie.name)) {
+      m.dropped.push_back(tie.name);
+      continue;
+    }
+    exported.insert(tie.name);
+    m.plan.ties.push_back(std::move(tie));
+  }
   for (const BaseTensor& b : base.tensors) {
     if (exported.count(b.name)) continue;
     for (const TableTie& tie : table->ties) {

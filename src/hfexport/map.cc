@@ -161,6 +161,18 @@ GatherTensor Comparable(GatherTensor t) {
   return t;
 }
 
+// The first rule of `table` whose conditions `config` meets and whose
+// pattern matches `name` (its bindings in *bound), or nullptr.
+const Rule* FirstRule(const Table& table, const json::Value& config, const std::string& name,
+                      std::optional<Bindings>* bound) {
+  for (const Rule& r : table.rules) {
+    if (!r.if_key.empty() && !ConfigFlag(config, r.if_key)) continue;
+    if (!r.unless_key.empty() && ConfigFlag(config, r.unless_key)) continue;
+    if ((*bound = MatchPattern(r.from, name))) return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const json::Value& config) {
@@ -171,40 +183,25 @@ Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const 
   for (size_t i = 0; i < trainer.tensors.size(); ++i) by_name.emplace(Stripped(table, trainer.tensors[i].name), i);
   // Tied rules first: they read tensors that other rules move out.
   for (const GatherTensor& t : trainer.tensors) {
-    const std::string name = Stripped(table, t.name);
-    for (const Rule& r : table.rules) {
-      if ((!r.if_key.empty() && !ConfigFlag(config, r.if_key)) || (!r.unless_key.empty() && ConfigFlag(config, r.unless_key)))
-        continue;
-      std::optional<Bindings> b = MatchPattern(r.from, name);
-      if (!b) continue;
-      if (r.op == Op::kTied) {
-        Result<std::string> other = Substitute(r.to[0], *b, config);
-        if (!other.ok()) return Status(other.status()).WithRecord(t.name).WithPath(table.path);
-        auto found = by_name.find(*other);
-        if (found == by_name.end() || trainer.tensors[found->second].shape != t.shape)
-          return Status::Corrupt("tied to " + *other + ", which the checkpoint " +
-                                 (found == by_name.end() ? std::string("lacks")
-                                                         : "holds with shape " +
-                                                               torch::ShapeText(trainer.tensors[found->second].shape)))
-              .WithRecord(t.name)
-              .WithPath(table.path);
-        m.tied.emplace_back(Comparable(t), Comparable(trainer.tensors[found->second]));
-      }
-      break;
-    }
-  }
-  for (GatherTensor& t : trainer.tensors) {
-    const std::string name = Stripped(table, t.name);
-    const Rule* rule = nullptr;
     std::optional<Bindings> b;
-    for (const Rule& r : table.rules) {
-      if (!r.if_key.empty() && !ConfigFlag(config, r.if_key)) continue;
-      if (!r.unless_key.empty() && ConfigFlag(config, r.unless_key)) continue;
-      if ((b = MatchPattern(r.from, name))) {
-        rule = &r;
-        break;
-      }
-    }
+    const Rule* r = FirstRule(table, config, Stripped(table, t.name), &b);
+    if (r == nullptr || r->op != Op::kTied) continue;
+    Result<std::string> other = Substitute(r->to[0], *b, config);
+    if (!other.ok()) return Status(other.status()).WithRecord(t.name).WithPath(table.path);
+    auto found = by_name.find(*other);
+    if (found == by_name.end() || trainer.tensors[found->second].shape != t.shape)
+      return Status::Corrupt("tied to " + *other + ", which the checkpoint " +
+                             (found == by_name.end() ? std::string("lacks")
+                                                     : "holds with shape " +
+                                                           torch::ShapeText(trainer.tensors[found->second].shape)))
+          .WithRecord(t.name)
+          .WithPath(table.path);
+    m.tied.emplace_back(Comparable(t), Comparable(trainer.tensors[found->second]));
+  }
+  std::map<std::string, std::string> copied;  // trainer name -> HF name, for copy rules
+  for (GatherTensor& t : trainer.tensors) {
+    std::optional<Bindings> b;
+    const Rule* rule = FirstRule(table, config, Stripped(table, t.name), &b);
     if (!rule) {
       m.unmapped.push_back(t.name);
       continue;
@@ -241,11 +238,29 @@ Result<Mapped> ApplyTable(gather::GatherPlan trainer, const Table& table, const 
       Status done = DoOp(t, *rule, names, config, &outs);
       if (!done.ok()) return done.WithPath(table.path);
     }
+    if (rule->op == Op::kCopy && outs.size() == 1) copied.emplace(t.name, outs[0].name);
     for (GatherTensor& o : outs) {
       if (!taken.insert(o.name).second)
         return Status::Corrupt("two trainer tensors map to " + o.name).WithRecord(t.name).WithPath(table.path);
       m.plan.tensors.push_back(std::move(o));
     }
+  }
+  // The trainer's own ties (DeepSpeed's lm_head.weight sharing the
+  // embedding's storage): under their mapped names when a copy rule maps
+  // the name and its owner was copied.
+  for (const gather::Tie& tie : trainer.ties) {
+    auto owner = copied.find(tie.owner);
+    std::optional<Bindings> b;
+    const Rule* rule = FirstRule(table, config, Stripped(table, tie.name), &b);
+    if (owner == copied.end() || !rule || rule->op != Op::kCopy || rule->to.size() != 1) {
+      m.unmapped.push_back(tie.name);
+      continue;
+    }
+    Result<std::string> n = Substitute(rule->to[0], *b, config);
+    if (!n.ok()) return Status(n.status()).WithRecord(tie.name).WithPath(table.path);
+    if (!taken.insert(*n).second)
+      return Status::Corrupt("two trainer tensors map to " + *n).WithRecord(tie.name).WithPath(table.path);
+    m.trainer_ties.push_back(gather::Tie{*n, owner->second});
   }
   return m;
 }

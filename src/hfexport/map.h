@@ -23,6 +23,9 @@ struct Mapped {
   // second is the trainer tensor the rule names. Dtypes: float32 for
   // floating tensors (an exact widening of 16-bit ones), else as saved.
   std::vector<std::pair<gather::GatherTensor, gather::GatherTensor>> tied;
+  // The trainer plan's ties whose name and owner copy rules map, under the
+  // mapped names (not yet in plan.ties: ExportHf keeps those BASE stores).
+  std::vector<gather::Tie> trainer_ties;
 };
 
 // Maps `trainer` (its tensors moved out) by `table` with BASE's config.json

@@ -164,21 +164,18 @@ Status MergeRanks(Env* env, const ranks::RankFolder& folder, const std::string& 
   return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
 }
 
-Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, const OutputTarget& target,
+Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, OutputTarget target,
                  const MergeOptions& options, MergeReport* report) {
   if (options.select)
     return Status::InvalidArgument("--select picks keys of a DCP checkpoint; this is no DCP folder").WithPath(ckpt_dir);
   if (options.unstack)
     return Status::InvalidArgument("--unstack splits Megatron's stacked layers; this is no Megatron checkpoint")
         .WithPath(ckpt_dir);
-  if (options.hf_base)
-    return Status::InvalidArgument("--hf maps Megatron and Distributed Checkpoints; this is a DeepSpeed checkpoint (its names are the model's already)")
-        .WithPath(ckpt_dir);
   zero::MergeOptions plan_options;
   plan_options.tag = options.tag;
-  plan_options.dtype = options.dtype;
+  plan_options.dtype = options.hf_base ? std::nullopt : options.dtype;  // --hf: BASE's dtypes, or dtype
   plan_options.exclude_frozen = options.exclude_frozen;
-  plan_options.only = options.only;
+  plan_options.only = options.hf_base ? std::vector<std::string>{} : options.only;  // --hf: on HF names
   plan_options.read = options.read;
   ZF_ASSIGN_OR_RETURN(zero::PlannedMerge m, zero::PlanZeroMerge(env, ckpt_dir, plan_options));
   if (!options.keep_unsafe)
@@ -198,6 +195,10 @@ Status MergeZero(Env* env, const std::string& ckpt_dir, const std::string& out, 
   report->params = m.params;
   report->frozen_params = m.frozen_params;
   report->buffers = m.buffers;
+  // --hf: the module's names are the model's (a Trainer or Accelerate run
+  // of a Hugging Face model): mapped one to one, checked against BASE, the
+  // tied head kept where BASE stores it.
+  if (options.hf_base) ZF_TRY(MapToHf(env, hfexport::SourceKind::kHf, options, &target, report));
   return WritePlanned(env, out, target, options, report);  // before m (the open sources) goes
 }
 

@@ -70,7 +70,7 @@ struct MergeOptions : OutputOptions {
   // globals are refused either way (dcp/plan.cc, dcp/metadata.cc): zerofold
   // locates their tensors through the pickle's known schema.
   bool keep_unsafe = false;
-  // --hf BASE (Megatron and DCP checkpoints): write a Hugging Face folder
+  // --hf BASE (every kind of checkpoint merge reads): write a Hugging Face folder
   // of BASE's names, shapes and dtypes (hfexport/export.h: a family
   // table maps the trainer's tensors; everything is checked against BASE
   // before a byte is written; `dtype` overrides BASE's dtypes), safetensors

@@ -5,6 +5,7 @@
                    [--extra NAME] [--reshape NAME]
   hfexport_base.py titan FIXTURE BASE
   hfexport_base.py same FIXTURE BASE    # names as saved (an FSDP DCP of a Hugging Face model)
+  hfexport_base.py deepspeed FIXTURE BASE [--drop lm_head.weight]   # ground_truth.pt as saved, tied
   hfexport_base.py compare OUT BASE     # OUT's tensors equal BASE's, names, shapes and dtypes
 
 BASE's weights are the fixture's expected tensors (fixtures/megatron/*/expected.pt,
@@ -111,7 +112,7 @@ def write_base(base, cfg, tensors, args):
     os.makedirs(base, exist_ok=True)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(opt(args, "--dtype"))
     if dtype is not None:
-        tensors = {k: v.to(dtype) for k, v in tensors.items()}
+        tensors = {k: v.to(dtype) if v.is_floating_point() else v for k, v in tensors.items()}
     if opt(args, "--drop"):
         del tensors[opt(args, "--drop")]
     if opt(args, "--extra"):
@@ -143,7 +144,10 @@ def main():
         print(f"{len(base)} tensors equal")
         return
     fixture, base = args[0], args[1]
-    sd = torch.load(os.path.join(fixture, "expected.pt"), weights_only=True)
+    # DeepSpeed fixtures keep what the live engine held as ground_truth.pt
+    # (the module's state dict, the tied lm_head.weight included).
+    truth = "ground_truth.pt" if mode == "deepspeed" else "expected.pt"
+    sd = torch.load(os.path.join(fixture, truth), weights_only=True)
     if mode == "megatron":
         cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32,
                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
@@ -154,6 +158,9 @@ def main():
         tensors = megatron_to_hf(sd, cfg)
     elif mode == "same":
         cfg = {"model_type": "custom_model", "architectures": ["CustomForCausalLM"]}
+        tensors = dict(sd)
+    elif mode == "deepspeed":
+        cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "tie_word_embeddings": True}
         tensors = dict(sd)
     else:
         cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 6,

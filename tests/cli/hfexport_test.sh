@@ -191,7 +191,23 @@ run_z merge "$G/ckpt" "$T/r7" --hf "$T/nowhere"
 expect_rc "a BASE that is no folder" 3 "--hf BASE is no folder"
 run_z merge "$G/ckpt" "$T/r7" --hf-table "$T/user.json"
 expect_rc "--hf-table without --hf" 2 "--hf-table and --drop-unmapped go with --hf BASE"
-run_z merge "$F/deepspeed/stage2_ws2" "$T/r7" --hf "$T/base"
-expect_rc "--hf of a DeepSpeed checkpoint" 2 "--hf maps Megatron and Distributed Checkpoints"
+
+# A DeepSpeed ZeRO-3 checkpoint of a GPT-2-like model (module names are the model's; lm_head.weight
+# shares transformer.wte.weight's storage, which zero_to_fp32.py drops): names one to one. A BASE
+# that stores the tied head gets it (the same values), one that leaves it out (as tied Hugging
+# Face checkpoints do) does not; each equals the live engine's state dict, in BASE's dtype.
+DS="$F/deepspeed/zero3_ws3_fp16"
+$HB deepspeed "$DS" "$T/dsbase"
+run_z merge "$DS/ckpt" "$T/dsout" --hf "$T/dsbase"
+expect_rc "--hf of a DeepSpeed checkpoint" 0 ""
+expect_equal "DeepSpeed export with the stored tied head" "$T/dsout" "$T/dsbase"
+$HB deepspeed "$DS" "$T/dsbase_tied" --drop lm_head.weight --dtype bfloat16
+run_z merge "$DS/ckpt" "$T/dsout_tied" --hf "$T/dsbase_tied"
+expect_rc "--hf of a DeepSpeed checkpoint, BASE without the tied head" 0 ""
+expect_equal "DeepSpeed export without the head, in BASE's bfloat16" "$T/dsout_tied" "$T/dsbase_tied"
+$HB deepspeed "$DS" "$T/dsbase_short" --drop transformer.ln_f.bias
+run_z merge "$DS/ckpt" "$T/dsout_short" --hf "$T/dsbase_short"
+expect_rc "--hf of a DeepSpeed checkpoint against a BASE that lacks a name" 1 "1 not in BASE: transformer.ln_f.bias"
+expect_true "nothing written for the refused DeepSpeed export" "test ! -e '$T/dsout_short'"
 
 zf_finish
