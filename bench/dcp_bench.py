@@ -63,6 +63,23 @@ def safetensors_digests(path):
     return out
 
 
+def folder_digests(folder):
+    """safetensors_digests of every *.safetensors file of a folder, merged."""
+    digests = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".safetensors"):
+            digests.update(safetensors_digests(os.path.join(folder, name)))
+    return digests
+
+
+def check_same_tensors(ours, theirs):
+    """Exits naming the tensors where two digest maps differ; else prints how many agree."""
+    if ours != theirs:
+        diff = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+        sys.exit(f"peer and zerofold outputs differ: {diff[:5]} ({len(diff)} names)")
+    print(f"peer output equals zerofold's: {len(ours)} tensors")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))

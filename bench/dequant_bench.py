@@ -36,16 +36,9 @@ PY = "/usr/bin/python3"
 NEEDED_FREE = 10 * 10**9
 
 sys.path.insert(0, HERE)
-from dcp_bench import safetensors_digests  # noqa: E402
-from merge_bench import machine, publish, run_measured, summary_table  # noqa: E402
-from parts_bench import cache_text, drop_caches, loadavg  # noqa: E402
-
-
-def folder_digests(folder):
-    digests = {}
-    for path in sorted(glob.glob(os.path.join(folder, "*.safetensors"))):
-        digests.update(safetensors_digests(path))
-    return digests
+from dcp_bench import check_same_tensors, folder_digests  # noqa: E402
+from merge_bench import machine, publish, summary_table  # noqa: E402
+from parts_bench import alternate, cache_text  # noqa: E402
 
 
 class Chroot:
@@ -121,29 +114,15 @@ def main():
         zf_dir, floor_dir, peer_dir = (os.path.join(out, n) for n in ("zf", "floor", "peer"))
         cats = " && ".join(f"cat '{p}' > '{floor_dir}/{os.path.basename(p)}'" for p in ref_files)
         outputs = {"zerofold": zf_dir, "floor": floor_dir, "peer": peer_dir}
-        results = {name: [] for name in outputs}
-        loads, dropped = [], []
         with Chroot(args.chroot, work) as chroot:
             commands = {
                 "zerofold": [zerofold, "convert", "--quiet", "--no-progress", "--dequantize", "bf16", src, zf_dir],
                 "floor": ["sh", "-c", f"mkdir '{floor_dir}' && {cats} && sync"],
                 "peer": chroot.command("dequant_peer.py", src, peer_dir),
             }
-            order = list(commands)
-            for round_ in range(args.rounds):
-                for name in order[round_ % 3:] + order[:round_ % 3]:
-                    shutil.rmtree(outputs[name], ignore_errors=True)
-                    dropped.append(drop_caches(args.warm))
-                    loads.append(loadavg())
-                    wall, rss = (run_peer if name == "peer" else run_measured)(commands[name])
-                    results[name].append((wall, rss))
-                    print(f"round {round_ + 1} {name:9s} {wall:8.2f} s  peak RSS {rss / 2**20:8.1f} MiB  "
-                          f"(load {loads[-1]:.1f})", flush=True)
-        ours, theirs = folder_digests(zf_dir), folder_digests(peer_dir)
-        if ours != theirs:
-            diff = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
-            sys.exit(f"peer and zerofold outputs differ: {diff[:5]} ({len(diff)} names)")
-        print(f"peer output equals zerofold's: {len(ours)} tensors")
+            results, loads, dropped = alternate(commands, outputs, args.rounds, args.warm, {"peer": run_peer})
+        ours = folder_digests(zf_dir)
+        check_same_tensors(ours, folder_digests(peer_dir))
 
         cache = cache_text(dropped, args.warm)
         lines = [

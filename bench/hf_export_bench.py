@@ -41,9 +41,9 @@ PY = "/usr/bin/python3"
 NEEDED_FREE = 8 * 10**9  # 1.55 GB of input, 4 outputs of 1.55 GB, margin
 
 sys.path.insert(0, HERE)
-from dcp_bench import safetensors_digests  # noqa: E402
-from merge_bench import machine, publish, run_measured, summary_table  # noqa: E402
-from parts_bench import cache_text, drop_caches, loadavg  # noqa: E402
+from dcp_bench import check_same_tensors, folder_digests  # noqa: E402
+from merge_bench import machine, publish, summary_table  # noqa: E402
+from parts_bench import alternate, cache_text  # noqa: E402
 
 # bench/megatron_gen.py's defaults
 LAYERS, HIDDEN, FFN, HEADS, GROUPS, VOCAB = 12, 2048, 5632, 16, 4, 32000
@@ -95,13 +95,6 @@ def write_base(base):
         f.truncate(8 + len(text) + pos)  # a hole: only the header is ever read
 
 
-def folder_digests(folder):
-    digests = {}
-    for path in sorted(glob.glob(os.path.join(folder, "*.safetensors"))):
-        digests.update(safetensors_digests(path))
-    return digests
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -150,23 +143,9 @@ def main():
             "peer": [PY, os.path.join(HERE, "hf_export_peer.py"), ckpt, base, peer_dir],
         }
         outputs = {"zerofold": zf_dir, "floor": floor_dir, "peer": peer_dir}
-        results = {name: [] for name in commands}
-        loads, dropped = [], []
-        order = list(commands)
-        for round_ in range(args.rounds):
-            for name in order[round_ % 3:] + order[:round_ % 3]:
-                shutil.rmtree(outputs[name], ignore_errors=True)
-                dropped.append(drop_caches(args.warm))
-                loads.append(loadavg())
-                wall, rss = run_measured(commands[name])
-                results[name].append((wall, rss))
-                print(f"round {round_ + 1} {name:9s} {wall:8.2f} s  peak RSS {rss / 2**20:8.1f} MiB  "
-                      f"(load {loads[-1]:.1f})", flush=True)
-        ours, theirs = folder_digests(zf_dir), folder_digests(peer_dir)
-        if ours != theirs:
-            diff = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
-            sys.exit(f"peer and zerofold outputs differ: {diff[:5]} ({len(diff)} names)")
-        print(f"peer output equals zerofold's: {len(ours)} tensors")
+        results, loads, dropped = alternate(commands, outputs, args.rounds, args.warm)
+        ours = folder_digests(zf_dir)
+        check_same_tensors(ours, folder_digests(peer_dir))
 
         cache = cache_text(dropped, args.warm)
         lines = [

@@ -37,9 +37,9 @@ PY = "/usr/bin/python3"
 NEEDED_FREE = 8 * 10**9  # 1.55 GB of input, 4 outputs of 1.55 GB, margin
 
 sys.path.insert(0, HERE)
-from dcp_bench import safetensors_digests  # noqa: E402
-from merge_bench import machine, run_measured, summary_table  # noqa: E402
-from parts_bench import drop_caches, loadavg  # noqa: E402
+from dcp_bench import check_same_tensors, safetensors_digests  # noqa: E402
+from merge_bench import machine, publish, summary_table  # noqa: E402
+from parts_bench import alternate, cache_text  # noqa: E402
 
 
 def main():
@@ -89,30 +89,11 @@ def main():
             "peer": [PY, os.path.join(HERE, "megatron_peer.py"), ckpt, peer_file],
         }
         outputs = {"zerofold": zf_file, "floor": floor_file, "peer": peer_file}
-        results = {name: [] for name in commands}
-        loads = []
-        dropped = []
-        order = list(commands)
-        for round_ in range(args.rounds):
-            for name in order[round_ % 3:] + order[:round_ % 3]:
-                if os.path.exists(outputs[name]):
-                    os.remove(outputs[name])
-                dropped.append(drop_caches(args.warm))
-                loads.append(loadavg())
-                wall, rss = run_measured(commands[name])
-                results[name].append((wall, rss))
-                print(f"round {round_ + 1} {name:9s} {wall:8.2f} s  peak RSS {rss / 2**20:8.1f} MiB  "
-                      f"(load {loads[-1]:.1f})", flush=True)
-        ours, theirs = safetensors_digests(zf_file), safetensors_digests(peer_file)
-        if ours != theirs:
-            diff = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
-            sys.exit(f"peer and zerofold outputs differ: {diff[:5]}")
-        print(f"peer output equals zerofold's: {len(ours)} tensors")
+        results, loads, dropped = alternate(commands, outputs, args.rounds, args.warm)
+        ours = safetensors_digests(zf_file)
+        check_same_tensors(ours, safetensors_digests(peer_file))
 
-        cache = ("the page cache dropped before every run (cold reads)" if all(dropped)
-                 else "inputs in the page cache (--warm)" if args.warm
-                 else "inputs in the page cache (dropping it was not permitted)" if not any(dropped)
-                 else "the page cache dropped before some runs only")
+        cache = cache_text(dropped, args.warm)
         lines = [
             f"## merge: synthetic Megatron-Core torch_dist checkpoint, TP2 x PP2 "
             f"({datetime.date.today().isoformat()})",
@@ -130,11 +111,7 @@ def main():
                                     ("floor", "floor: cat output + sync"),
                                     ("peer", "peer: full-size tensors + DCP load_state_dict + save")),
                           "<= 1.2x", "<= 64 MiB")
-        text = "\n".join(lines)
-        print(text)
-        if not args.no_results:
-            with open(os.path.join(HERE, "RESULTS.md"), "a") as f:
-                f.write("\n" + text)
+        publish(lines, args.no_results)
     finally:
         if not args.keep:
             if not args.ckpt:

@@ -90,7 +90,7 @@ SLACK = 64 * 1024
 CONTENDERS = ("single", "parts", "floor", "floor2")
 
 sys.path.insert(0, HERE)
-from merge_bench import machine, sync  # noqa: E402  (the merge benchmark's conventions)
+from merge_bench import machine, run_measured, sync  # noqa: E402  (the merge benchmark's conventions)
 
 
 # ---- measuring processes ----------------------------------------------------------------
@@ -157,6 +157,30 @@ def cache_text(dropped, warm):
     if not any(dropped):
         return "inputs in the page cache (dropping it was not permitted)"
     return "the page cache dropped before some runs only"
+
+
+def alternate(commands, outputs, rounds, warm, runners=None):
+    """Runs each of `commands` (name -> argv) `rounds` times, the order rotating by one name a
+    round, each run after removing its last output (outputs: name -> file or folder) and dropping
+    the page cache (drop_caches). runners: name -> a function of argv giving (wall seconds, peak
+    RSS bytes); run_measured by default. Prints a line a run. Returns ({name: [(wall, rss)]}, the
+    load average before each run, drop_caches' result for each run)."""
+    results = {name: [] for name in commands}
+    loads, dropped = [], []
+    order = list(commands)
+    for round_ in range(rounds):
+        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+            if os.path.isdir(outputs[name]):
+                shutil.rmtree(outputs[name])
+            elif os.path.exists(outputs[name]):
+                os.remove(outputs[name])
+            dropped.append(drop_caches(warm))
+            loads.append(loadavg())
+            wall, rss = (runners or {}).get(name, run_measured)(commands[name])
+            results[name].append((wall, rss))
+            print(f"round {round_ + 1} {name:9s} {wall:8.2f} s  peak RSS {rss / 2**20:8.1f} MiB  "
+                  f"(load {loads[-1]:.1f})", flush=True)
+    return results, loads, dropped
 
 
 def loadavg():
