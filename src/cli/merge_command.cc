@@ -334,9 +334,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
     w.String(r.hf_source);
     for (const auto& [key, names] : {std::pair{"dropped", &r.hf_dropped}, std::pair{"unmapped_left_out", &r.hf_unmapped}}) {
       w.Key(key);
-      w.BeginArray();
-      for (const std::string& n : *names) w.String(n);
-      w.EndArray();
+      w.Strings(*names);
     }
     w.EndObject();
   }
@@ -348,9 +346,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
     w.Key("strategy");
     w.String(r.ranks.strategy);
     w.Key("meshes");
-    w.BeginArray();
-    for (const std::string& m : r.ranks.meshes) w.String(m);
-    w.EndArray();
+    w.Strings(r.ranks.meshes);
     w.Key("dtensors");
     w.Uint(r.ranks.dtensors);
     w.Key("plain");
@@ -422,9 +418,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   w.Bool(dry_run);
   if (reads != nullptr) WriteReadsJson(w, *reads);
   w.Key("inputs");
-  w.BeginArray();
-  for (const std::string& f : r.input_files) w.String(f);
-  w.EndArray();
+  w.Strings(r.input_files);
   w.Key("outputs");
   w.BeginArray();
   for (const merge::MergeOutputFile& f : r.files) {
@@ -442,9 +436,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   if (r.index.empty()) w.Null();
   else w.String(r.index);
   w.Key("removed");
-  w.BeginArray();
-  for (const std::string& f : r.removed) w.String(f);
-  w.EndArray();
+  w.Strings(r.removed);
   WritePartsJson(w, part, r.parts);
   w.Key("tensor_bytes");
   w.Uint(r.tensor_bytes);
@@ -517,9 +509,7 @@ void WriteJson(json::Writer& w, const merge::MergeReport& r, bool dry_run, const
   }
   w.EndArray();
   w.Key("removed_temp_files");
-  w.BeginArray();
-  for (const std::string& p : removed_temps) w.String(p);
-  w.EndArray();
+  w.Strings(removed_temps);
   w.EndObject();
 }
 

@@ -43,9 +43,7 @@ void WritePartsJson(json::Writer& w, const output::PartSpec& part, const output:
     w.EndArray();
   }
   w.Key("skipped");
-  w.BeginArray();
-  for (const std::string& f : files.skipped) w.String(f);
-  w.EndArray();
+  w.Strings(files.skipped);
 }
 
 bool InThisPart(const output::PartSpec& part, const output::PartFiles& files, size_t k) {

@@ -229,13 +229,9 @@ void WriteReportJson(json::Writer& w, const rewrite::ShrinkReport& r) {
   w.Key("storages_after");
   w.Uint(r.storages_after);
   w.Key("changed_storages");
-  w.BeginArray();
-  for (const std::string& c : r.changed_storages) w.String(c);
-  w.EndArray();
+  w.Strings(r.changed_storages);
   w.Key("kept_whole");
-  w.BeginArray();
-  for (const std::string& k : r.kept_whole) w.String(k);
-  w.EndArray();
+  w.Strings(r.kept_whole);
   w.Key("copied_unchanged");
   w.Bool(r.copied_unchanged);
   model::WriteUnsafeGlobals(w, r.unsafe_globals);
@@ -402,9 +398,7 @@ int RunRewrite(const char* command, bool convert, const std::vector<std::string>
     w.EndArray();
     WritePartsJson(w, request.part, outcome->parts);
     w.Key("removed_temp_files");
-    w.BeginArray();
-    for (const std::string& p : removed_temps) w.String(p);
-    w.EndArray();
+    w.Strings(removed_temps);
     w.EndObject();
     Result<std::string> text = w.Finish();
     if (text.ok()) std::printf("%s\n", text->c_str());

@@ -96,9 +96,7 @@ void WriteListingFields(json::Writer& w, const Listing& l) {
     w.Key("chunks");
     w.Uint(k.chunks);
     w.Key("files");
-    w.BeginArray();
-    for (const std::string& f : k.files) w.String(f);
-    w.EndArray();
+    w.Strings(k.files);
     w.Key("nbytes");
     w.Uint(k.nbytes);
     w.EndObject();
@@ -127,9 +125,7 @@ void WriteListingFields(json::Writer& w, const Listing& l) {
   }
   w.EndArray();
   w.Key("data_files");
-  w.BeginArray();
-  for (const std::string& f : l.files) w.String(f);
-  w.EndArray();
+  w.Strings(l.files);
   w.Key("tensor_bytes");
   w.Uint(l.tensor_bytes);
 }

@@ -71,9 +71,7 @@ void WriteQuantizedJson(json::Writer& w, const std::string& path, const Quantize
   if (q.method.empty()) w.Null();
   else w.String(q.method);
   w.Key("schemes");
-  w.BeginArray();
-  for (const std::string& s : q.schemes) w.String(s);
-  w.EndArray();
+  w.Strings(q.schemes);
   w.Key("groups");
   w.BeginArray();
   for (const Quantized::Group& g : q.groups) {
@@ -87,9 +85,7 @@ void WriteQuantizedJson(json::Writer& w, const std::string& path, const Quantize
     for (uint64_t d : g.shape) w.Uint(d);
     w.EndArray();
     w.Key("inputs");
-    w.BeginArray();
-    for (const std::string& i : g.inputs) w.String(i);
-    w.EndArray();
+    w.Strings(g.inputs);
     w.EndObject();
   }
   w.EndArray();

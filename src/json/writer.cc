@@ -255,6 +255,12 @@ void Writer::Null() {
   if (stack_.empty()) done_ = true;
 }
 
+void Writer::Strings(std::span<const std::string> values) {
+  BeginArray();
+  for (const std::string& v : values) String(v);
+  EndArray();
+}
+
 void Writer::Write(const Value& v) {
   // Iterative, like the reader: a hand-built tree may be arbitrarily deep.
   struct Item {

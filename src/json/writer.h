@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,8 @@ class Writer {
   void Double(double v);
   void Bool(bool v);
   void Null();
+  // An array of these strings.
+  void Strings(std::span<const std::string> values);
   // Writes a parsed or hand-built tree; numbers keep their text.
   void Write(const Value& v);
 

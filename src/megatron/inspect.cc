@@ -140,9 +140,7 @@ void WriteInspectionJson(json::Writer& w, const Inspection& i) {
   if (i.common.checkpoint_version) w.Double(*i.common.checkpoint_version);
   else w.Null();
   w.Key("keys");
-  w.BeginArray();
-  for (const std::string& k : i.common.top_keys) w.String(k);
-  w.EndArray();
+  w.Strings(i.common.top_keys);
   w.Key("args");
   if (i.common.has_args) WritePlain(w, i.common.args);
   else w.Null();

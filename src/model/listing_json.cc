@@ -42,9 +42,7 @@ json::Writer NewJsonWriter() {
 
 void WriteUnsafeGlobals(json::Writer& w, const std::vector<std::string>& globals) {
   w.Key("unsafe_globals");
-  w.BeginArray();
-  for (const std::string& g : globals) w.String(g);
-  w.EndArray();
+  w.Strings(globals);
   w.Key("unsafe_reasons");
   w.BeginObject();
   for (const std::string& g : globals) {
@@ -62,9 +60,7 @@ JsonFiles::JsonFiles() : w_(NewJsonWriter()) {
 
 void WriteStringArray(json::Writer& w, std::string_view key, const std::vector<std::string>& values) {
   w.Key(key);
-  w.BeginArray();
-  for (const std::string& v : values) w.String(v);
-  w.EndArray();
+  w.Strings(values);
 }
 
 void WriteJsonError(json::Writer& w, const Status& status) {
@@ -149,9 +145,7 @@ void JsonFiles::Add(const model::Listing& l) {
   w.Key("tied");
   w.BeginArray();
   for (const auto& group : l.tied) {
-    w.BeginArray();
-    for (const std::string& n : group) w.String(n);
-    w.EndArray();
+    w.Strings(group);
   }
   w.EndArray();
   WriteUnsafeGlobals(w, l.unsafe_globals);

@@ -45,9 +45,7 @@ void WriteInspectionJson(json::Writer& w, const Inspection& i) {
   w.Key("huggingface");
   w.Bool(!i.folder.hf_folder.empty());
   w.Key("meshes");
-  w.BeginArray();
-  for (const std::string& m : i.summary.meshes) w.String(m);
-  w.EndArray();
+  w.Strings(i.summary.meshes);
   w.Key("merge");
   w.BeginObject();
   w.Key("ok");

@@ -249,5 +249,18 @@ TEST_CASE("json parse then write round-trips byte for byte (compact input)") {
   }
 }
 
+TEST_CASE("json writer Strings: an array of strings, empty or not") {
+  Writer w;
+  w.BeginObject();
+  w.Key("a");
+  w.Strings(std::vector<std::string>{"x", "y\""});
+  w.Key("b");
+  w.Strings({});
+  w.EndObject();
+  Result<std::string> r = w.Finish();
+  REQUIRE(r.ok());
+  CHECK_EQ(*r, "{\"a\":[\"x\",\"y\\\"\"],\"b\":[]}");
+}
+
 }  // namespace
 }  // namespace zerofold::json
